@@ -1,0 +1,94 @@
+// Package model holds the observation record that the mapping produces and the
+// storage layer persists. It is the contract between internal/mapping and
+// internal/chstore; neither package owns it so that neither depends on the other.
+package model
+
+// ProjectIDAttribute is the resource attribute that carries the authenticated
+// project id through the pipeline. The ingest receiver writes it, overwriting
+// any value a client sent; everything downstream reads it from there.
+const ProjectIDAttribute = "glassbox.project.id"
+
+// Observation types, in Langfuse's spelling.
+const (
+	TypeSpan       = "SPAN"
+	TypeGeneration = "GENERATION"
+	TypeEvent      = "EVENT"
+	TypeAgent      = "AGENT"
+	TypeTool       = "TOOL"
+	TypeChain      = "CHAIN"
+	TypeRetriever  = "RETRIEVER"
+	TypeEvaluator  = "EVALUATOR"
+	TypeEmbedding  = "EMBEDDING"
+	TypeGuardrail  = "GUARDRAIL"
+)
+
+// Levels, in Langfuse's spelling.
+const (
+	LevelDebug   = "DEBUG"
+	LevelDefault = "DEFAULT"
+	LevelWarning = "WARNING"
+	LevelError   = "ERROR"
+)
+
+// Observation is one span as Glassbox stores it: the Langfuse observation
+// fields plus the trace-level fields that the span carried. A trace is derived
+// from its observations at read time, so every span brings whatever trace-level
+// attributes it had (propagated attributes, root-span defaults).
+type Observation struct {
+	ProjectID string
+	TraceID   string // 32 lowercase hex characters
+	ID        string // span id, 16 lowercase hex characters
+	ParentID  string // parent span id, empty for a root span
+
+	Type string // one of the Type* constants
+	Name string
+
+	// Times are Unix microseconds; zero means absent.
+	StartTime           int64
+	EndTime             int64
+	CompletionStartTime int64
+
+	Level         string // one of the Level* constants
+	StatusMessage string
+
+	// Input and Output are JSON text when the source was JSON, else the raw string.
+	Input  string
+	Output string
+	// Metadata is a JSON object text ("{}" when empty).
+	Metadata string
+
+	Model           string
+	ModelParameters string // JSON object text, "" when absent
+
+	// UsageDetails and CostDetails use normalised keys (input, output, total,
+	// input_cached_tokens, output_reasoning_tokens, ...). Cost is in USD.
+	UsageDetails map[string]int64
+	CostDetails  map[string]float64
+
+	PromptName    string
+	PromptVersion int64 // 0 when absent
+
+	Environment string // normalised, "default" when absent
+	Release     string
+	Version     string
+
+	// Trace-level fields as carried by this span; empty when the span did not set them.
+	TraceName     string
+	UserID        string
+	SessionID     string
+	Tags          []string
+	Public        bool
+	TraceMetadata string // JSON object text ("{}" when empty)
+	TraceInput    string
+	TraceOutput   string
+	// IsRoot marks the trace root: no parent span, or langfuse.internal.as_root.
+	IsRoot bool
+
+	ServiceName  string
+	ScopeName    string
+	ScopeVersion string
+
+	// SampleRate is the fraction of traces kept upstream of storage (1 when unsampled),
+	// so that counts and costs can be extrapolated.
+	SampleRate float64
+}
