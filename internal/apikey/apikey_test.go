@@ -1,0 +1,32 @@
+package apikey
+
+import (
+	"encoding/base64"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseBasic(t *testing.T) {
+	enc := func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(s)) }
+	pk, sk, err := ParseBasic(enc("pk-lf-1:sk-lf-2"))
+	require.NoError(t, err)
+	assert.Equal(t, "pk-lf-1", pk)
+	assert.Equal(t, "sk-lf-2", sk)
+
+	_, _, err = ParseBasic("")
+	assert.ErrorIs(t, err, ErrMissingCredentials)
+	for _, bad := range []string{"Bearer x", enc("nocolon"), enc(":sk"), enc("pk:"), "Basic !!!"} {
+		_, _, err = ParseBasic(bad)
+		assert.ErrorIs(t, err, ErrInvalidCredentials, bad)
+	}
+}
+
+func TestSecretMatches(t *testing.T) {
+	h := HashSecret("sk-lf-secret")
+	assert.Len(t, h, 64)
+	assert.True(t, SecretMatches("sk-lf-secret", h))
+	assert.False(t, SecretMatches("sk-lf-other", h))
+	assert.Equal(t, "sk-lf-...cret", DisplaySecret("sk-lf-xxxxsecret"))
+}
