@@ -1,0 +1,44 @@
+# Glassbox: `make run` starts the product, `make test` runs every test.
+# Both install what is missing and start the servers they need themselves.
+
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build build-api run test test-unit bench lint fmt check-versions clean
+
+all: build
+
+## build: the collector distribution (bin/glassbox) and the API server (bin/glassbox-api)
+build:
+	./scripts/build.sh
+
+## run: ClickHouse under .data/ and the all-in-one collector on 127.0.0.1:3000
+run:
+	./scripts/run.sh
+
+## test: unit, integration and SDK tests against real ClickHouse and PostgreSQL
+test:
+	./scripts/test.sh
+
+## test-unit: only the Go tests, against servers the caller already started
+test-unit:
+	$(GO) test -count=1 $(PKGS)
+
+## bench: ingestion and read benchmarks; figures go to docs/benchmarks.md
+bench:
+	./scripts/bench.sh
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## check-versions: every collector module stays on the pinned train
+check-versions:
+	./scripts/check-versions.sh
+
+clean:
+	rm -rf bin _build

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Shared helpers for the run/test/bench scripts. Sourced, not executed.
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$(( (RANDOM % 20000) + 30000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "no free port found" >&2
+  return 1
+}
+
+# wait_http URL SECONDS waits until URL answers 2xx.
+wait_http() {
+  local url=$1 secs=${2:-60}
+  for _ in $(seq 1 $((secs * 10))); do
+    if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for $url" >&2
+  return 1
+}
+
+apt_updated=""
+# apt_install PKG... installs Debian packages, updating the index once per run.
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# ensure_builder installs the collector builder at the pinned version.
+BUILDER_VERSION=v0.161.0
+ensure_builder() {
+  local gobin
+  gobin=$(go env GOPATH)/bin
+  if [ ! -x "$gobin/builder" ] || ! "$gobin/builder" version 2>/dev/null | grep -q "${BUILDER_VERSION#v}"; then
+    (cd / && GOFLAGS= go install "go.opentelemetry.io/collector/cmd/builder@$BUILDER_VERSION")
+  fi
+  echo "$gobin/builder"
+}
+
+# ensure_node_modules DIR runs `npm ci` in DIR when its lockfile changed.
+ensure_node_modules() {
+  local dir=$1
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make run`: starts ClickHouse with its data under .data/ (unless
+# GLASSBOX_CLICKHOUSE_DSN points at one), makes sure a project key pair exists,
+# builds the collector and runs the all-in-one deployment in the foreground.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+data=${GLASSBOX_DATA_DIR:-$PWD/.data}
+mkdir -p "$data"
+export GLASSBOX_DATA_DIR=$data
+export GLASSBOX_LISTEN=${GLASSBOX_LISTEN:-127.0.0.1:${GLASSBOX_PORT:-3000}}
+
+# The project and key pair: from the environment, else generated once and kept.
+if [ -z "${GLASSBOX_INIT_PUBLIC_KEY:-}" ] || [ -z "${GLASSBOX_INIT_SECRET_KEY:-}" ]; then
+  if [ ! -f "$data/init.env" ]; then
+    umask 077
+    {
+      echo "GLASSBOX_INIT_PROJECT_ID=${GLASSBOX_INIT_PROJECT_ID:-$(cat /proc/sys/kernel/random/uuid)}"
+      echo "GLASSBOX_INIT_PUBLIC_KEY=pk-lf-$(cat /proc/sys/kernel/random/uuid)"
+      echo "GLASSBOX_INIT_SECRET_KEY=sk-lf-$(cat /proc/sys/kernel/random/uuid)"
+    } > "$data/init.env"
+    echo "generated a project key pair in $data/init.env"
+  fi
+  set -a; . "$data/init.env"; set +a
+fi
+export GLASSBOX_INIT_PROJECT_ID=${GLASSBOX_INIT_PROJECT_ID:-default}
+
+if [ -z "${GLASSBOX_CLICKHOUSE_DSN:-}" ]; then
+  ch_tcp=${GLASSBOX_CLICKHOUSE_TCP_PORT:-19000}
+  ch_http=${GLASSBOX_CLICKHOUSE_HTTP_PORT:-18123}
+  ./scripts/clickhouse.sh start "$data/clickhouse" "$ch_tcp" "$ch_http"
+  trap './scripts/clickhouse.sh stop "$data/clickhouse"' EXIT
+  export GLASSBOX_CLICKHOUSE_DSN="clickhouse://127.0.0.1:$ch_tcp"
+fi
+
+./scripts/build.sh
+
+cat <<MSG
+
+Glassbox listens on http://$GLASSBOX_LISTEN
+  LANGFUSE_BASE_URL=http://$GLASSBOX_LISTEN
+  LANGFUSE_PUBLIC_KEY=$GLASSBOX_INIT_PUBLIC_KEY
+  LANGFUSE_SECRET_KEY=$GLASSBOX_INIT_SECRET_KEY
+  project: $GLASSBOX_INIT_PROJECT_ID
+
+MSG
+./bin/glassbox --config configs/all-in-one.yaml

@@ -1,0 +1,216 @@
+// Command loadgen drives OTLP/HTTP protobuf load at a Glassbox (or any OTLP)
+// endpoint and reports throughput and acknowledgement latency as JSON.
+//
+//	loadgen -url http://127.0.0.1:3000/api/public/otel/v1/traces -user pk -pass sk \
+//	        -mix agent -duration 30s -workers 8 -batch 200
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+type result struct {
+	Mix            string  `json:"mix"`
+	Requests       int64   `json:"requests"`
+	Failed         int64   `json:"failed"`
+	Spans          int64   `json:"spans"`
+	BytesPerSpan   int     `json:"bytes_per_span"`
+	Seconds        float64 `json:"seconds"`
+	SpansPerSecond float64 `json:"spans_per_second"`
+	AckP50Millis   float64 `json:"ack_p50_ms"`
+	AckP99Millis   float64 `json:"ack_p99_ms"`
+}
+
+func main() {
+	url := flag.String("url", "http://127.0.0.1:3000/api/public/otel/v1/traces", "OTLP/HTTP traces URL")
+	user := flag.String("user", "", "basic auth user (public key)")
+	pass := flag.String("pass", "", "basic auth password (secret key)")
+	mix := flag.String("mix", "agent", "span mix: agent (~1.4 KB/span) or generation (~6 KB/span)")
+	duration := flag.Duration("duration", 20*time.Second, "how long to send")
+	workers := flag.Int("workers", 8, "concurrent senders")
+	batch := flag.Int("batch", 200, "spans per request")
+	flag.Parse()
+
+	if *mix != "agent" && *mix != "generation" {
+		fmt.Fprintln(os.Stderr, "unknown -mix", *mix)
+		os.Exit(2)
+	}
+	res, err := run(*url, *user, *pass, *mix, *duration, *workers, *batch)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func run(url, user, pass, mix string, duration time.Duration, workers, batch int) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+
+	var requests, failed, spans atomic.Int64
+	var mu sync.Mutex
+	var latencies []time.Duration
+	var bodyBytes atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			for ctx.Err() == nil {
+				body, n := buildRequest(mix, batch)
+				bodyBytes.Add(int64(len(body)))
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-protobuf")
+				if user != "" {
+					req.SetBasicAuth(user, pass)
+				}
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				requests.Add(1)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+					if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+						time.Sleep(100 * time.Millisecond)
+					}
+					continue
+				}
+				local = append(local, time.Since(t0))
+				spans.Add(int64(n))
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	slices.Sort(latencies)
+	res := result{
+		Mix: mix, Requests: requests.Load(), Failed: failed.Load(), Spans: spans.Load(),
+		Seconds: elapsed, SpansPerSecond: float64(spans.Load()) / elapsed,
+		AckP50Millis: quantileMillis(latencies, 0.50), AckP99Millis: quantileMillis(latencies, 0.99),
+	}
+	if sent := requests.Load() * int64(batch); sent > 0 {
+		res.BytesPerSpan = int(bodyBytes.Load() / sent)
+	}
+	return res, nil
+}
+
+func quantileMillis(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
+}
+
+// buildRequest returns one protobuf export of n spans forming n/4 traces of an
+// agent run: a root agent span, a generation, a tool call and a nested span.
+func buildRequest(mix string, n int) ([]byte, int) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "loadgen")
+	rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("langfuse-sdk")
+	ss.Scope().SetVersion("5.11.1")
+	now := time.Now()
+	var traceID pcommon.TraceID
+	var rootID pcommon.SpanID
+	for i := 0; i < n; i++ {
+		s := ss.Spans().AppendEmpty()
+		if i%4 == 0 {
+			_, _ = rand.Read(traceID[:])
+		}
+		var id pcommon.SpanID
+		_, _ = rand.Read(id[:])
+		s.SetTraceID(traceID)
+		s.SetSpanID(id)
+		start := now.Add(time.Duration(i) * time.Millisecond)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(120 * time.Millisecond)))
+		a := s.Attributes()
+		a.PutStr("user.id", fmt.Sprintf("user-%d", i%50))
+		a.PutStr("session.id", fmt.Sprintf("session-%d", i%200))
+		a.PutStr("langfuse.environment", "production")
+		tags := a.PutEmptySlice("langfuse.trace.tags")
+		tags.AppendEmpty().SetStr("bench")
+		tags.AppendEmpty().SetStr(mix)
+		a.PutStr("langfuse.trace.metadata.tenant", "acme")
+		switch i % 4 {
+		case 0:
+			rootID = id
+			s.SetName("agent-run")
+			a.PutStr("langfuse.trace.name", "support-agent")
+			a.PutStr("langfuse.observation.type", "agent")
+			a.PutStr("langfuse.observation.input", `{"question":"How do I reset my password? I tried the link in the email but it expired."}`)
+			a.PutStr("langfuse.observation.output", `{"answer":"Open Settings, choose Security, then Reset password; the new link is valid for one hour."}`)
+		case 1:
+			s.SetParentSpanID(rootID)
+			s.SetName("chat-completion")
+			a.PutStr("langfuse.observation.type", "generation")
+			a.PutStr("langfuse.observation.model.name", "gpt-4o-mini")
+			a.PutStr("langfuse.observation.model.parameters", `{"temperature":0.2,"max_tokens":512}`)
+			a.PutStr("langfuse.observation.usage_details", `{"input":812,"output":96,"total":908}`)
+			a.PutStr("langfuse.observation.prompt.name", "support/answer")
+			a.PutInt("langfuse.observation.prompt.version", 3)
+			in, out := generationIO(mix)
+			a.PutStr("langfuse.observation.input", in)
+			a.PutStr("langfuse.observation.output", out)
+		case 2:
+			s.SetParentSpanID(rootID)
+			s.SetName("kb-search")
+			a.PutStr("langfuse.observation.type", "tool")
+			a.PutStr("langfuse.observation.input", `{"query":"reset password link expired","top_k":5}`)
+			a.PutStr("langfuse.observation.output", `{"hits":["kb-112","kb-413","kb-77"]}`)
+		case 3:
+			s.SetParentSpanID(rootID)
+			s.SetName("rerank")
+			a.PutStr("langfuse.observation.metadata.reranker", "bm25")
+			a.PutStr("langfuse.observation.input", `{"candidates":3}`)
+		}
+	}
+	body, _ := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	return body, n
+}
+
+// generationIO returns chat input/output JSON; the generation mix carries
+// about 6 KB per span, the agent mix a short exchange.
+func generationIO(mix string) (string, string) {
+	size := 200
+	if mix == "generation" {
+		size = 2800
+	}
+	filler := strings.Repeat("The customer asked about account recovery and billing. ", size/56+1)[:size]
+	in, _ := json.Marshal([]map[string]string{
+		{"role": "system", "content": "You are a helpful support agent. " + filler},
+		{"role": "user", "content": "How do I reset my password?"},
+	})
+	out, _ := json.Marshal(map[string]string{"role": "assistant", "content": filler})
+	return string(in), string(out)
+}
