@@ -1,0 +1,252 @@
+package apikeyauthextension // import "github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensionauth"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+)
+
+// Attribute names under which client.Info.Auth exposes the verified key.
+const (
+	AttributeProjectID      = "project_id"
+	AttributePublicKey      = "public_key"
+	AttributeOrganizationID = "organization_id"
+	AttributeScope          = "scope"
+)
+
+// Failure reasons recorded on the failure counter.
+const (
+	reasonMissing     = "missing"
+	reasonInvalid     = "invalid"
+	reasonScope       = "scope"
+	reasonUnavailable = "unavailable"
+)
+
+// ErrOrganizationKey refuses organization-scoped keys, which may manage
+// projects but not write a project's data.
+var ErrOrganizationKey = errors.New("organization keys cannot ingest data; use a project key")
+
+var (
+	_ extension.Extension             = (*authenticator)(nil)
+	_ extensionauth.Server            = (*authenticator)(nil)
+	_ extensioncapabilities.Dependent = (*authenticator)(nil)
+	_ apikey.Verifier                 = (*authenticator)(nil)
+	_ client.AuthData                 = authData{}
+)
+
+// keyring is what Start prepares: the static keys by public key and the
+// optional key store.
+type keyring struct {
+	static map[string]staticKey
+	store  apikey.Verifier
+}
+
+type staticKey struct {
+	secretHash string
+	principal  apikey.Principal
+}
+
+type authenticator struct {
+	cfg      *Config
+	failures metric.Int64Counter
+	// match compares a presented secret with a stored hash; it is
+	// apikey.SecretMatches (constant time) and a field only so tests can
+	// observe that every static comparison goes through it.
+	match func(secret, storedHash string) bool
+	now   func() time.Time
+	cache *verdictCache
+	keys  atomic.Pointer[keyring]
+}
+
+func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, error) {
+	failures, err := set.MeterProvider.Meter(scopeName).Int64Counter(
+		"otelcol_extension_glassbox_auth_failures",
+		metric.WithDescription("Requests refused by the API-key authenticator, by reason."),
+		metric.WithUnit("{request}"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create failure counter: %w", err)
+	}
+	a := &authenticator{
+		cfg:      cfg,
+		failures: failures,
+		match:    apikey.SecretMatches,
+		now:      time.Now,
+	}
+	a.cache = newVerdictCache(cfg.MaxCacheEntries, func() time.Time { return a.now() })
+	return a, nil
+}
+
+// Start hashes the static keys and resolves the key store.
+func (a *authenticator) Start(_ context.Context, host component.Host) error {
+	kr := &keyring{static: make(map[string]staticKey, len(a.cfg.Keys))}
+	for _, k := range a.cfg.Keys {
+		hash := strings.ToLower(k.SecretSHA256)
+		if k.Secret != "" {
+			hash = apikey.HashSecret(string(k.Secret))
+		}
+		kr.static[k.PublicKey] = staticKey{
+			secretHash: hash,
+			principal: apikey.Principal{
+				PublicKey:      k.PublicKey,
+				ProjectID:      k.ProjectID,
+				OrganizationID: k.OrganizationID,
+				Scope:          apikey.ScopeProject,
+			},
+		}
+	}
+	if id := a.cfg.Verifier; id != nil {
+		ext, ok := host.GetExtensions()[*id]
+		if !ok {
+			return fmt.Errorf("verifier extension %q is not configured", id)
+		}
+		store, ok := ext.(apikey.Verifier)
+		if !ok || ext == a {
+			return fmt.Errorf("extension %q cannot verify API keys", id)
+		}
+		kr.store = store
+	}
+	a.keys.Store(kr)
+	return nil
+}
+
+// Shutdown forgets the keys; it is safe without Start and when repeated.
+func (a *authenticator) Shutdown(context.Context) error {
+	a.keys.Store(nil)
+	return nil
+}
+
+// Dependencies makes the collector start the key store first.
+func (a *authenticator) Dependencies() []component.ID {
+	if a.cfg.Verifier == nil {
+		return nil
+	}
+	return []component.ID{*a.cfg.Verifier}
+}
+
+// Authenticate implements extensionauth.Server for stock receivers: it
+// accepts project keys only and exposes the key in client.Info.Auth.
+func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]string) (context.Context, error) {
+	publicKey, secretKey, err := apikey.ParseBasic(authorizationHeader(headers))
+	if err != nil {
+		a.recordFailure(ctx, reasonMissing)
+		return ctx, err
+	}
+	p, err := a.Verify(ctx, publicKey, secretKey)
+	if err != nil {
+		return ctx, err
+	}
+	if p.Scope != apikey.ScopeProject {
+		a.recordFailure(ctx, reasonScope)
+		return ctx, ErrOrganizationKey
+	}
+	info := client.FromContext(ctx)
+	info.Auth = authData{p}
+	return client.NewContext(ctx, info), nil
+}
+
+// authorizationHeader finds the header whatever its case: HTTP canonicalises
+// it, gRPC metadata lower-cases it.
+func authorizationHeader(headers map[string][]string) string {
+	for name, values := range headers {
+		if len(values) > 0 && strings.EqualFold(name, "authorization") {
+			return values[0]
+		}
+	}
+	return ""
+}
+
+// Verify implements apikey.Verifier: static keys first, then the key store,
+// with verdicts cached by public key and secret hash.
+func (a *authenticator) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
+	kr := a.keys.Load()
+	if kr == nil {
+		return apikey.Principal{}, errors.New("API-key authenticator is not running")
+	}
+	key := cacheKey(publicKey, apikey.HashSecret(secretKey))
+	if v, ok := a.cache.get(key); ok {
+		if v.valid {
+			return v.principal, nil
+		}
+		a.recordFailure(ctx, reasonInvalid)
+		return apikey.Principal{}, apikey.ErrInvalidCredentials
+	}
+	p, err := a.verify(ctx, kr, publicKey, secretKey)
+	switch {
+	case err == nil:
+		a.cache.put(key, verdict{principal: p, valid: true}, a.cfg.CacheTTL)
+	case errors.Is(err, apikey.ErrInvalidCredentials):
+		a.cache.put(key, verdict{}, a.cfg.NegativeCacheTTL)
+		a.recordFailure(ctx, reasonInvalid)
+	default:
+		// A store outage is not remembered: the next request asks again.
+		a.recordFailure(ctx, reasonUnavailable)
+	}
+	return p, err
+}
+
+// verify decides without the cache. A public key in the static list is
+// decided there alone, so the store cannot grant a statically configured key
+// to another project.
+func (a *authenticator) verify(ctx context.Context, kr *keyring, publicKey, secretKey string) (apikey.Principal, error) {
+	if k, ok := kr.static[publicKey]; ok {
+		if a.match(secretKey, k.secretHash) {
+			return k.principal, nil
+		}
+		return apikey.Principal{}, apikey.ErrInvalidCredentials
+	}
+	if kr.store == nil {
+		return apikey.Principal{}, apikey.ErrInvalidCredentials
+	}
+	p, err := kr.store.Verify(ctx, publicKey, secretKey)
+	if err != nil {
+		if errors.Is(err, apikey.ErrInvalidCredentials) {
+			return apikey.Principal{}, err
+		}
+		return apikey.Principal{}, fmt.Errorf("key store %q: %w", a.cfg.Verifier, err)
+	}
+	if p.Scope == apikey.ScopeProject && p.ProjectID == "" {
+		return apikey.Principal{}, fmt.Errorf("key store %q returned a project key without a project: %w", a.cfg.Verifier, apikey.ErrInvalidCredentials)
+	}
+	return p, nil
+}
+
+func (a *authenticator) recordFailure(ctx context.Context, reason string) {
+	a.failures.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+}
+
+// authData exposes a verified key to the pipeline through client.Info.Auth.
+type authData struct {
+	p apikey.Principal
+}
+
+func (d authData) GetAttribute(name string) any {
+	switch name {
+	case AttributeProjectID:
+		return d.p.ProjectID
+	case AttributePublicKey:
+		return d.p.PublicKey
+	case AttributeOrganizationID:
+		return d.p.OrganizationID
+	case AttributeScope:
+		return string(d.p.Scope)
+	}
+	return nil
+}
+
+func (authData) GetAttributeNames() []string {
+	return []string{AttributeProjectID, AttributePublicKey, AttributeOrganizationID, AttributeScope}
+}
