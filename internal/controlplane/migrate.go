@@ -1,0 +1,164 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+)
+
+// migration is one schema step. Versions are applied in order and recorded in
+// schema_migrations; an applied migration is never edited, a change is a new
+// migration appended to the list.
+type migration struct {
+	version int64
+	name    string
+	stmts   []string
+}
+
+// migrationLock is the PostgreSQL advisory lock key that serialises
+// migrations between processes opening the same database.
+const migrationLock int64 = 0x676c617373626f78 // "glassbox"
+
+var migrations = []migration{
+	{
+		version: 1,
+		name:    "organizations, projects, users, memberships, api keys",
+		stmts: []string{
+			`CREATE TABLE organizations (
+				id         TEXT PRIMARY KEY,
+				name       TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL
+			)`,
+			// Projects are deleted softly so that an id is never reused while
+			// trace data of the old project may still exist.
+			`CREATE TABLE projects (
+				id             TEXT PRIMARY KEY,
+				org_id         TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+				name           TEXT NOT NULL,
+				metadata       TEXT NOT NULL,
+				retention_days INTEGER NOT NULL DEFAULT 0,
+				created_at     BIGINT NOT NULL,
+				updated_at     BIGINT NOT NULL,
+				deleted_at     BIGINT,
+				UNIQUE (id, org_id)
+			)`,
+			`CREATE UNIQUE INDEX projects_org_name ON projects (org_id, name) WHERE deleted_at IS NULL`,
+			`CREATE TABLE users (
+				id            TEXT PRIMARY KEY,
+				email         TEXT NOT NULL UNIQUE,
+				name          TEXT NOT NULL,
+				password_hash TEXT,
+				created_at    BIGINT NOT NULL,
+				updated_at    BIGINT NOT NULL
+			)`,
+			`CREATE TABLE organization_memberships (
+				org_id     TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+				user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+				role       TEXT NOT NULL CHECK (role IN ('OWNER', 'ADMIN', 'MEMBER', 'VIEWER')),
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL,
+				PRIMARY KEY (org_id, user_id)
+			)`,
+			`CREATE INDEX organization_memberships_user ON organization_memberships (user_id)`,
+			// A project role exists only beside an organization membership of
+			// the same user in the project's own organization.
+			`CREATE TABLE project_memberships (
+				project_id TEXT NOT NULL,
+				org_id     TEXT NOT NULL,
+				user_id    TEXT NOT NULL,
+				role       TEXT NOT NULL CHECK (role IN ('OWNER', 'ADMIN', 'MEMBER', 'VIEWER')),
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL,
+				PRIMARY KEY (project_id, user_id),
+				FOREIGN KEY (project_id, org_id) REFERENCES projects (id, org_id) ON DELETE CASCADE,
+				FOREIGN KEY (org_id, user_id) REFERENCES organization_memberships (org_id, user_id) ON DELETE CASCADE
+			)`,
+			`CREATE INDEX project_memberships_org_user ON project_memberships (org_id, user_id)`,
+			// The composite foreign key keeps a project key's org_id equal to
+			// its project's organization.
+			`CREATE TABLE api_keys (
+				id             TEXT PRIMARY KEY,
+				public_key     TEXT NOT NULL UNIQUE,
+				secret_hash    TEXT NOT NULL,
+				display_secret TEXT NOT NULL,
+				note           TEXT NOT NULL,
+				scope          TEXT NOT NULL,
+				org_id         TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+				project_id     TEXT,
+				created_at     BIGINT NOT NULL,
+				last_used_at   BIGINT,
+				revoked_at     BIGINT,
+				FOREIGN KEY (project_id, org_id) REFERENCES projects (id, org_id) ON DELETE CASCADE,
+				CHECK ((scope = 'project' AND project_id IS NOT NULL)
+					OR (scope = 'organization' AND project_id IS NULL))
+			)`,
+			`CREATE INDEX api_keys_owner ON api_keys (org_id, project_id)`,
+		},
+	},
+}
+
+// migrate applies pending migrations in one transaction. On PostgreSQL an
+// advisory transaction lock makes concurrent openers wait for each other; on
+// SQLite the immediate transaction holds the write lock for the same effect.
+func (s *Store) migrate(ctx context.Context) error {
+	err := s.inTx(ctx, func(c conn) error {
+		if s.postgres {
+			if _, err := c.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, migrationLock); err != nil {
+				return fmt.Errorf("take migration lock: %w", err)
+			}
+		}
+		if _, err := c.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    BIGINT PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at BIGINT NOT NULL
+		)`); err != nil {
+			return err
+		}
+		applied, err := appliedVersions(ctx, c)
+		if err != nil {
+			return err
+		}
+		latest := migrations[len(migrations)-1].version
+		for v := range applied {
+			if v > latest {
+				return fmt.Errorf("database schema version %d is newer than this build knows (%d)", v, latest)
+			}
+		}
+		for _, m := range migrations {
+			if applied[m.version] {
+				continue
+			}
+			for _, stmt := range m.stmts {
+				if _, err := c.exec(ctx, stmt); err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if _, err := c.exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, s.micros()); err != nil {
+				return fmt.Errorf("record migration %d: %w", m.version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate control plane: %w", err)
+	}
+	return nil
+}
+
+func appliedVersions(ctx context.Context, c conn) (map[int64]bool, error) {
+	rows, err := c.query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
+}

@@ -1,0 +1,200 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Project is the unit of tenancy for trace data: every project key, query
+// and stored row belongs to exactly one project.
+type Project struct {
+	ID               string
+	OrganizationID   string
+	OrganizationName string
+	Name             string
+	Metadata         json.RawMessage // a JSON object, `{}` when none was given
+	RetentionDays    int             // 0 keeps data without limit
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// NewProject is the input of CreateProject.
+type NewProject struct {
+	ID            string // generated when empty
+	Name          string
+	Metadata      json.RawMessage // optional JSON object
+	RetentionDays int
+}
+
+// ProjectUpdate changes the fields that are set and keeps the others.
+type ProjectUpdate struct {
+	Name          *string
+	Metadata      json.RawMessage // nil keeps the stored metadata
+	RetentionDays *int
+}
+
+const projectColumns = `p.id, p.org_id, o.name, p.name, p.metadata, p.retention_days, p.created_at, p.updated_at`
+
+// CreateProject adds a project to an organization. Names are unique among
+// the organization's live projects.
+func (s *Store) CreateProject(ctx context.Context, orgID string, p NewProject) (Project, error) {
+	if p.ID == "" {
+		p.ID = uuid.NewString()
+	}
+	if err := checkID("project", p.ID); err != nil {
+		return Project{}, err
+	}
+	name, err := checkName("project", p.Name)
+	if err != nil {
+		return Project{}, err
+	}
+	metadata, err := normalizeMetadata(p.Metadata)
+	if err != nil {
+		return Project{}, err
+	}
+	if p.RetentionDays < 0 {
+		return Project{}, fmt.Errorf("%w: retention days must not be negative", ErrInvalid)
+	}
+	now := s.micros()
+	if _, err := s.conn().exec(ctx, `INSERT INTO projects (id, org_id, name, metadata, retention_days, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, orgID, name, string(metadata), p.RetentionDays, now, now); err != nil {
+		return Project{}, fmt.Errorf("create project %q in organization %q: %w", p.ID, orgID, classify(err))
+	}
+	return s.GetProject(ctx, orgID, p.ID)
+}
+
+// GetProject returns a live project of the organization.
+func (s *Store) GetProject(ctx context.Context, orgID, projectID string) (Project, error) {
+	row := s.conn().queryRow(ctx, `SELECT `+projectColumns+`
+		FROM projects p JOIN organizations o ON o.id = p.org_id
+		WHERE p.org_id = ? AND p.id = ? AND p.deleted_at IS NULL`, orgID, projectID)
+	p, err := scanProject(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Project{}, fmt.Errorf("project %q in organization %q: %w", projectID, orgID, ErrNotFound)
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("get project %q: %w", projectID, err)
+	}
+	return p, nil
+}
+
+// ListProjects returns the organization's live projects, oldest first.
+func (s *Store) ListProjects(ctx context.Context, orgID string) ([]Project, error) {
+	rows, err := s.conn().query(ctx, `SELECT `+projectColumns+`
+		FROM projects p JOIN organizations o ON o.id = p.org_id
+		WHERE p.org_id = ? AND p.deleted_at IS NULL
+		ORDER BY p.created_at, p.id`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("list projects of %q: %w", orgID, err)
+	}
+	defer rows.Close()
+	var out []Project
+	for rows.Next() {
+		p, err := scanProject(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list projects of %q: %w", orgID, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// UpdateProject changes a live project of the organization.
+func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u ProjectUpdate) (Project, error) {
+	current, err := s.GetProject(ctx, orgID, projectID)
+	if err != nil {
+		return Project{}, err
+	}
+	name, metadata, retention := current.Name, current.Metadata, current.RetentionDays
+	if u.Name != nil {
+		if name, err = checkName("project", *u.Name); err != nil {
+			return Project{}, err
+		}
+	}
+	if u.Metadata != nil {
+		if metadata, err = normalizeMetadata(u.Metadata); err != nil {
+			return Project{}, err
+		}
+	}
+	if u.RetentionDays != nil {
+		if *u.RetentionDays < 0 {
+			return Project{}, fmt.Errorf("%w: retention days must not be negative", ErrInvalid)
+		}
+		retention = *u.RetentionDays
+	}
+	res, err := s.conn().exec(ctx, `UPDATE projects SET name = ?, metadata = ?, retention_days = ?, updated_at = ?
+		WHERE org_id = ? AND id = ? AND deleted_at IS NULL`,
+		name, string(metadata), retention, s.micros(), orgID, projectID)
+	if err != nil {
+		return Project{}, fmt.Errorf("update project %q: %w", projectID, classify(err))
+	}
+	if err := requireOne(res, "project "+projectID); err != nil {
+		return Project{}, err
+	}
+	return s.GetProject(ctx, orgID, projectID)
+}
+
+// DeleteProject marks a project deleted and revokes its keys in the same
+// transaction, so no key of a deleted project verifies.
+func (s *Store) DeleteProject(ctx context.Context, orgID, projectID string) error {
+	return s.inTx(ctx, func(c conn) error {
+		now := s.micros()
+		res, err := c.exec(ctx, `UPDATE projects SET deleted_at = ?, updated_at = ?
+			WHERE org_id = ? AND id = ? AND deleted_at IS NULL`, now, now, orgID, projectID)
+		if err != nil {
+			return fmt.Errorf("delete project %q: %w", projectID, err)
+		}
+		if err := requireOne(res, fmt.Sprintf("project %q in organization %q", projectID, orgID)); err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `UPDATE api_keys SET revoked_at = ?
+			WHERE org_id = ? AND project_id = ? AND revoked_at IS NULL`, now, orgID, projectID); err != nil {
+			return fmt.Errorf("revoke keys of project %q: %w", projectID, err)
+		}
+		return nil
+	})
+}
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func scanProject(r scanner) (Project, error) {
+	var (
+		p                    Project
+		metadata             string
+		createdAt, updatedAt int64
+	)
+	if err := r.Scan(&p.ID, &p.OrganizationID, &p.OrganizationName, &p.Name, &metadata, &p.RetentionDays,
+		&createdAt, &updatedAt); err != nil {
+		return Project{}, err
+	}
+	p.Metadata = json.RawMessage(metadata)
+	p.CreatedAt, p.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
+	return p, nil
+}
+
+// normalizeMetadata accepts a JSON object (or nothing, or null) and returns
+// its compact form.
+func normalizeMetadata(raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		return nil, fmt.Errorf("%w: metadata must be a JSON object: %w", ErrInvalid, err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return nil, fmt.Errorf("%w: metadata: %w", ErrInvalid, err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,254 @@
+// Package controlplane is the SQL store behind the API server: organizations,
+// projects, users, memberships and API keys. One set of statements serves
+// both backends: SQLite (embedded, pure Go) and PostgreSQL (replicated API
+// servers). Statements are written with `?` placeholders and rebound to `$n`
+// for PostgreSQL; ids are TEXT and timestamps are BIGINT microseconds since
+// the Unix epoch (UTC), as in the ClickHouse schema.
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var (
+	// ErrNotFound means the addressed row does not exist in the given scope.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a row with the same identity or unique name exists.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid means the input was rejected before reaching the database.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// sqliteParams are applied to every SQLite connection. WAL lets readers run
+// beside the writer; immediate transactions take the write lock up front, so
+// two writers wait on busy_timeout instead of failing on lock upgrade.
+const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
+	"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+
+// Store is the control-plane store. It is safe for concurrent use.
+type Store struct {
+	db       *sql.DB
+	postgres bool
+	now      func() time.Time
+
+	touchMu sync.Mutex
+	touched map[string]time.Time // public key -> when this process last wrote last_used_at
+}
+
+// Open connects to dsn and applies pending migrations. dsn is either
+// `postgres://...` / `postgresql://...`, or `sqlite:///path/to/file.db`, or a
+// plain file path (SQLite).
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	driver, source, postgres, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(driver, source)
+	if err != nil {
+		return nil, fmt.Errorf("open control plane: %w", err)
+	}
+	s := &Store{db: db, postgres: postgres, now: time.Now, touched: map[string]time.Time{}}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("connect control plane: %w", err), db.Close())
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return s, nil
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+func parseDSN(dsn string) (driver, source string, postgres bool, err error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return "pgx", dsn, true, nil
+	case strings.Contains(dsn, "://") && !strings.HasPrefix(dsn, "sqlite://"):
+		return "", "", false, fmt.Errorf("%w: control plane dsn: unsupported scheme in %q", ErrInvalid, dsn)
+	}
+	path := strings.TrimPrefix(dsn, "sqlite://")
+	if path == "" {
+		return "", "", false, fmt.Errorf("%w: control plane dsn: empty SQLite path", ErrInvalid)
+	}
+	if strings.Contains(path, "?") {
+		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite options are fixed, remove %q", ErrInvalid, path[strings.Index(path, "?"):])
+	}
+	return "sqlite", path + "?" + sqliteParams, false, nil
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// conn runs the portable statements on a pool or a transaction.
+type conn struct {
+	q        querier
+	postgres bool
+}
+
+func (c conn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.q.ExecContext(ctx, rebind(query, c.postgres), args...)
+}
+
+func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.q.QueryContext(ctx, rebind(query, c.postgres), args...)
+}
+
+func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.q.QueryRowContext(ctx, rebind(query, c.postgres), args...)
+}
+
+func (s *Store) conn() conn {
+	return conn{q: s.db, postgres: s.postgres}
+}
+
+// inTx runs fn in a transaction and commits when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(conn) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(conn{q: tx, postgres: s.postgres}); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", classify(err))
+	}
+	return nil
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// rebind turns `?` placeholders into PostgreSQL's `$n`. Statements are
+// written in this package, so quoted literals are the only place a `?` may
+// appear that is not a placeholder.
+func rebind(query string, postgres bool) string {
+	if !postgres || !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 8)
+	n, quoted := 0, false
+	for i := 0; i < len(query); i++ {
+		ch := query[i]
+		switch {
+		case ch == '\'':
+			quoted = !quoted
+		case ch == '?' && !quoted:
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(ch)
+	}
+	return b.String()
+}
+
+// classify tags driver constraint errors with ErrConflict or ErrNotFound so
+// callers can tell them apart without knowing the backend.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case "23503": // foreign_key_violation
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+	}
+	return err
+}
+
+// requireOne turns "no row changed" into ErrNotFound.
+func requireOne(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+func (s *Store) micros() int64 {
+	return s.now().UnixMicro()
+}
+
+func fromMicros(v int64) time.Time {
+	return time.UnixMicro(v).UTC()
+}
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+// validID accepts caller-chosen ids: 1 to 128 characters from a set that is
+// safe in URLs, headers and log lines.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func checkID(kind, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %s id %q must be 1-128 characters of letters, digits, '-', '_' or '.'", ErrInvalid, kind, id)
+	}
+	return nil
+}
+
+func checkName(kind, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 255 {
+		return "", fmt.Errorf("%w: %s name must be 1-255 characters", ErrInvalid, kind)
+	}
+	return name, nil
+}

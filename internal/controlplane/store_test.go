@@ -1,0 +1,109 @@
+package controlplane
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/testutil/pgtest"
+)
+
+// forEachDSN runs fn once with a fresh SQLite file and once with a fresh
+// PostgreSQL database.
+func forEachDSN(t *testing.T, fn func(t *testing.T, dsn string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite://"+filepath.Join(t.TempDir(), "cp.db")) })
+	t.Run("postgres", func(t *testing.T) { fn(t, pgtest.DSN(t)) })
+}
+
+// forEachBackend runs fn against a store opened on each backend.
+func forEachBackend(t *testing.T, fn func(t *testing.T, s *Store)) {
+	t.Helper()
+	forEachDSN(t, func(t *testing.T, dsn string) { fn(t, openStore(t, dsn)) })
+}
+
+func openStore(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+// fakeClock is a settable time source for the store.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestParseDSN(t *testing.T) {
+	tests := []struct {
+		dsn, driver, source string
+		postgres            bool
+		wantErr             bool
+	}{
+		{dsn: "sqlite:///var/lib/glassbox/cp.db", driver: "sqlite", source: "/var/lib/glassbox/cp.db?" + sqliteParams},
+		{dsn: "sqlite://cp.db", driver: "sqlite", source: "cp.db?" + sqliteParams},
+		{dsn: "data/cp.db", driver: "sqlite", source: "data/cp.db?" + sqliteParams},
+		{dsn: "postgres://u@h:5432/db?sslmode=disable", driver: "pgx", source: "postgres://u@h:5432/db?sslmode=disable", postgres: true},
+		{dsn: "postgresql://u@h/db", driver: "pgx", source: "postgresql://u@h/db", postgres: true},
+		{dsn: "mysql://u@h/db", wantErr: true},
+		{dsn: "", wantErr: true},
+		{dsn: "sqlite://", wantErr: true},
+		{dsn: "cp.db?_pragma=foreign_keys(0)", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dsn, func(t *testing.T) {
+			driver, source, postgres, err := parseDSN(tt.dsn)
+			if tt.wantErr {
+				assert.ErrorIs(t, err, ErrInvalid)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.driver, driver)
+			assert.Equal(t, tt.source, source)
+			assert.Equal(t, tt.postgres, postgres)
+		})
+	}
+}
+
+func TestRebind(t *testing.T) {
+	q := `SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)`
+	assert.Equal(t, `SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)`, rebind(q, true))
+	assert.Equal(t, q, rebind(q, false))
+}
+
+func TestValidID(t *testing.T) {
+	assert.True(t, validID("proj-1_a.b"))
+	assert.True(t, validID("pk-lf-0b6c0b1e-3e5f-4d3c-9f1a-7a3c2b1d0e9f"))
+	for _, bad := range []string{"", "has space", "a/b", "ü", string(make([]byte, 129))} {
+		assert.False(t, validID(bad), "%q", bad)
+	}
+}
+
+func TestSQLiteStoreFileIsWALWithForeignKeys(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "cp.db"))
+	var mode string
+	var fk int
+	require.NoError(t, s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	require.NoError(t, s.db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk))
+	assert.Equal(t, "wal", mode)
+	assert.Equal(t, 1, fk)
+}
