@@ -1,0 +1,109 @@
+package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+)
+
+// Access says which key a route requires.
+type Access int
+
+const (
+	// Public routes need no key (health, the OpenAPI document).
+	Public Access = iota
+	// ProjectKey routes read or change one project's data; organization keys
+	// are refused with 403.
+	ProjectKey
+	// OrganizationKey routes manage an organization's projects and keys;
+	// project keys are refused with 403.
+	OrganizationKey
+)
+
+// Handler answers one route. It returns the response body, written as JSON
+// with status 200 (or the status given by WithStatus), or an error: an *Error
+// is written as is, anything else is logged and answered 500.
+type Handler func(r *http.Request) (any, error)
+
+// Route is one method on one path. The server keeps a single table of them:
+// the router serves it and the OpenAPI document is generated from it.
+type Route struct {
+	Method string
+	// Path is an http.ServeMux path pattern such as /api/public/traces/{traceId};
+	// its wildcards are the OpenAPI path parameters.
+	Path    string
+	Access  Access
+	Handler Handler
+	Doc     Doc
+}
+
+// Doc describes a route for the OpenAPI document.
+type Doc struct {
+	OperationID string
+	Summary     string
+	Tag         string
+	Query       []Param
+	// Body is a value of the request body type; nil when the route takes none.
+	Body any
+	// Response is a value of the success response type.
+	Response any
+	// Status is the success status; 200 when zero.
+	Status int
+}
+
+// Param is one query parameter.
+type Param struct {
+	Name        string
+	Type        ParamType
+	Repeated    bool
+	Required    bool
+	Description string
+}
+
+// ParamType is the OpenAPI type of a query parameter.
+type ParamType string
+
+// Query parameter types.
+const (
+	TypeString   ParamType = "string"
+	TypeInteger  ParamType = "integer"
+	TypeNumber   ParamType = "number"
+	TypeBoolean  ParamType = "boolean"
+	TypeDateTime ParamType = "date-time"
+)
+
+// PageParams are the query parameters of a page-based list.
+var PageParams = []Param{
+	{Name: "page", Type: TypeInteger, Description: "Page number, from 1 (default 1)."},
+	{Name: "limit", Type: TypeInteger, Description: "Items per page, 1 to 100 (default 50)."},
+}
+
+type statusBody struct {
+	status int
+	body   any
+}
+
+// WithStatus makes a handler answer with a status other than 200.
+func WithStatus(status int, body any) any {
+	return statusBody{status: status, body: body}
+}
+
+type principalKey struct{}
+
+// Principal returns the verified key of the request; the zero Principal on
+// public routes.
+func Principal(ctx context.Context) apikey.Principal {
+	p, _ := ctx.Value(principalKey{}).(apikey.Principal)
+	return p
+}
+
+// ProjectID returns the project of the request's key. On ProjectKey routes the
+// router guarantees it is not empty.
+func ProjectID(r *http.Request) string {
+	return Principal(r.Context()).ProjectID
+}
+
+func withPrincipal(ctx context.Context, p apikey.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}

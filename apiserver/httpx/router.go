@@ -1,0 +1,250 @@
+package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+)
+
+// DefaultMaxBodyBytes is the request body limit when none is configured; it
+// matches the 1 MB that Langfuse's JSON routes accept.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options configures NewRouter.
+type Options struct {
+	// Verifier checks the key pair of every non-public route.
+	Verifier apikey.Verifier
+	Logger   *zap.Logger
+	// MaxBodyBytes bounds request bodies; larger ones get 413.
+	MaxBodyBytes int64
+}
+
+type router struct {
+	verifier apikey.Verifier
+	logger   *zap.Logger
+	maxBody  int64
+}
+
+// pathRoutes serves every method registered on one path, so that a wrong
+// method gets a JSON 405 rather than ServeMux's plain-text one.
+type pathRoutes struct {
+	r       *router
+	methods map[string]*Route
+	allow   string
+}
+
+// NewRouter serves routes. Unknown paths get a JSON 404, known paths with
+// another method a JSON 405, and a panic in a handler a JSON 500; the
+// process keeps running.
+func NewRouter(routes []Route, opts Options) (h http.Handler, err error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes}
+	byPath := map[string]*pathRoutes{}
+	var paths []string
+	for i := range routes {
+		route := &routes[i]
+		if err := rt.check(route); err != nil {
+			return nil, err
+		}
+		pr, ok := byPath[route.Path]
+		if !ok {
+			pr = &pathRoutes{r: rt, methods: map[string]*Route{}}
+			byPath[route.Path] = pr
+			paths = append(paths, route.Path)
+		}
+		if _, dup := pr.methods[route.Method]; dup {
+			return nil, fmt.Errorf("route %s %s is registered twice", route.Method, route.Path)
+		}
+		pr.methods[route.Method] = route
+	}
+	mux := http.NewServeMux()
+	// ServeMux panics on malformed or conflicting patterns; the table is code,
+	// but a caller composing routes gets an error rather than a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			h, err = nil, fmt.Errorf("register routes: %v", p)
+		}
+	}()
+	for _, path := range paths {
+		pr := byPath[path]
+		methods := make([]string, 0, len(pr.methods)+1)
+		for m := range pr.methods {
+			methods = append(methods, m)
+		}
+		methods = append(methods, http.MethodOptions)
+		slices.Sort(methods)
+		pr.allow = strings.Join(methods, ", ")
+		mux.Handle(path, pr)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		rt.writeError(w, errRouteNotFound)
+	})
+	return rt.recover(mux), nil
+}
+
+func (rt *router) check(route *Route) error {
+	switch {
+	case route.Handler == nil:
+		return fmt.Errorf("route %s %s has no handler", route.Method, route.Path)
+	case !strings.HasPrefix(route.Path, "/"):
+		return fmt.Errorf("route %s %q: path must start with /", route.Method, route.Path)
+	case strings.Contains(route.Path, "...}") || strings.Contains(route.Path, "{$}"):
+		return fmt.Errorf("route %s %s: only single-segment wildcards are supported", route.Method, route.Path)
+	case route.Method == "" || route.Method == http.MethodOptions || strings.ToUpper(route.Method) != route.Method:
+		return fmt.Errorf("route %s %s: method must be an upper-case HTTP method other than OPTIONS", route.Method, route.Path)
+	case route.Access != Public && rt.verifier == nil:
+		return fmt.Errorf("route %s %s requires a key but no verifier is configured", route.Method, route.Path)
+	}
+	return nil
+}
+
+func (pr *pathRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	allowCORS(w, r)
+	route, ok := pr.methods[r.Method]
+	switch {
+	case ok:
+		pr.r.serve(w, r, route)
+	case r.Method == http.MethodOptions:
+		// CORS preflight: Langfuse allows any origin, without credentials.
+		w.Header().Set("Allow", pr.allow)
+		w.Header().Set("Access-Control-Allow-Methods", pr.allow)
+		if h := r.Header.Get("Access-Control-Request-Headers"); h != "" {
+			w.Header().Set("Access-Control-Allow-Headers", h)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", pr.allow)
+		pr.r.writeError(w, errMethodNotAllowed)
+	}
+}
+
+func allowCORS(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+	}
+}
+
+func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
+	if route.Access != Public {
+		p, apiErr := rt.authenticate(r, route.Access)
+		if apiErr != nil {
+			rt.writeError(w, apiErr)
+			return
+		}
+		r = r.WithContext(withPrincipal(r.Context(), p))
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, rt.maxBody)
+	}
+	body, err := route.Handler(r)
+	if err != nil {
+		rt.writeError(w, rt.classify(r, route, err))
+		return
+	}
+	status := http.StatusOK
+	if sb, ok := body.(statusBody); ok {
+		status, body = sb.status, sb.body
+	}
+	rt.writeJSON(w, status, body)
+}
+
+func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal, *Error) {
+	publicKey, secretKey, err := apikey.ParseBasic(r.Header.Get("Authorization"))
+	if errors.Is(err, apikey.ErrMissingCredentials) {
+		return apikey.Principal{}, unauthorized("No authorization header")
+	}
+	if err != nil {
+		return apikey.Principal{}, unauthorized("Invalid authorization header, expected Basic base64(publicKey:secretKey)")
+	}
+	p, err := rt.verifier.Verify(r.Context(), publicKey, secretKey)
+	switch {
+	case errors.Is(err, apikey.ErrInvalidCredentials):
+		return apikey.Principal{}, unauthorized("Invalid credentials")
+	case err != nil:
+		rt.logger.Warn("API key verification failed", zap.Error(err))
+		return apikey.Principal{}, errServiceUnavailable
+	}
+	switch access {
+	case ProjectKey:
+		if p.Scope != apikey.ScopeProject || p.ProjectID == "" {
+			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires a project API key, not an organization key")
+		}
+	case OrganizationKey:
+		if p.Scope != apikey.ScopeOrganization || p.OrganizationID == "" {
+			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires an organization API key, not a project key")
+		}
+	}
+	return p, nil
+}
+
+// classify turns a handler error into what the client sees; only unexpected
+// errors are logged, with the route, since their detail is not sent.
+func (rt *router) classify(r *http.Request, route *Route, err error) *Error {
+	var apiErr *Error
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &tooLarge):
+		return payloadTooLarge(tooLarge.Limit)
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		return errServiceUnavailable
+	}
+	rt.logger.Error("request failed", zap.String("method", route.Method), zap.String("route", route.Path), zap.Error(err))
+	return errInternal
+}
+
+type errorBody struct {
+	Message string `json:"message"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (rt *router) writeError(w http.ResponseWriter, e *Error) {
+	rt.writeJSON(w, e.Status, errorBody{Message: e.Message, Error: e.Name})
+}
+
+func (rt *router) writeJSON(w http.ResponseWriter, status int, body any) {
+	buf, err := json.Marshal(body)
+	if err != nil {
+		rt.logger.Error("encode response", zap.Error(err))
+		status = http.StatusInternalServerError
+		buf, _ = json.Marshal(errorBody{Message: errInternal.Message, Error: errInternal.Name})
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf)
+}
+
+// recover answers a panicking request with a JSON 500 and logs it; the
+// process and the other requests carry on.
+func (rt *router) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(p)
+			}
+			rt.logger.Error("handler panicked", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+				zap.Any("panic", p), zap.StackSkip("stack", 2))
+			rt.writeError(w, errInternal)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

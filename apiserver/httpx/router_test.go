@@ -1,0 +1,242 @@
+package httpx
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+)
+
+// fakeVerifier knows two keys: a project key and an organization key.
+type fakeVerifier struct {
+	down bool
+}
+
+func (f fakeVerifier) Verify(_ context.Context, public, secret string) (apikey.Principal, error) {
+	if f.down {
+		return apikey.Principal{}, errors.New("database is down")
+	}
+	switch {
+	case public == "pk-project" && secret == "sk-project":
+		return apikey.Principal{PublicKey: public, ProjectID: "p1", OrganizationID: "o1", Scope: apikey.ScopeProject}, nil
+	case public == "pk-org" && secret == "sk-org":
+		return apikey.Principal{PublicKey: public, OrganizationID: "o1", Scope: apikey.ScopeOrganization}, nil
+	}
+	return apikey.Principal{}, apikey.ErrInvalidCredentials
+}
+
+func basic(public, secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(public+":"+secret))
+}
+
+type echo struct {
+	Project string `json:"project"`
+	Org     string `json:"org"`
+}
+
+func testRoutes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/api/public/open", Access: Public, Handler: func(*http.Request) (any, error) {
+			return map[string]string{"ok": "yes"}, nil
+		}},
+		{Method: http.MethodGet, Path: "/api/public/things/{id}", Access: ProjectKey, Handler: func(r *http.Request) (any, error) {
+			if r.PathValue("id") == "missing" {
+				return nil, NotFound("Thing %s not found", r.PathValue("id"))
+			}
+			p := Principal(r.Context())
+			return echo{Project: ProjectID(r), Org: p.OrganizationID}, nil
+		}},
+		{Method: http.MethodPost, Path: "/api/public/things", Access: ProjectKey, Handler: func(r *http.Request) (any, error) {
+			var body map[string]any
+			if err := DecodeJSON(r, &body); err != nil {
+				return nil, err
+			}
+			return WithStatus(http.StatusCreated, body), nil
+		}},
+		{Method: http.MethodGet, Path: "/api/public/org", Access: OrganizationKey, Handler: func(r *http.Request) (any, error) {
+			return echo{Org: Principal(r.Context()).OrganizationID}, nil
+		}},
+		{Method: http.MethodGet, Path: "/api/public/boom", Access: Public, Handler: func(*http.Request) (any, error) {
+			var m map[string]int
+			m["x"]++ // panics: assignment to a nil map
+			return nil, nil
+		}},
+		{Method: http.MethodGet, Path: "/api/public/fail", Access: Public, Handler: func(*http.Request) (any, error) {
+			return nil, errors.New("secret internal detail")
+		}},
+	}
+}
+
+func newTestRouter(t *testing.T, v apikey.Verifier) (http.Handler, *observer.ObservedLogs) {
+	core, logs := observer.New(zap.InfoLevel)
+	h, err := NewRouter(testRoutes(), Options{Verifier: v, Logger: zap.New(core), MaxBodyBytes: 64})
+	require.NoError(t, err)
+	return h, logs
+}
+
+func do(t *testing.T, h http.Handler, method, target, auth, body string) (int, map[string]any, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out map[string]any
+	if rec.Body.Len() > 0 {
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out), rec.Body.String())
+		assert.Equal(t, "application/json; charset=utf-8", rec.Header().Get("Content-Type"))
+	}
+	return rec.Code, out, rec.Header()
+}
+
+func TestRouterAuth(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	project, org := basic("pk-project", "sk-project"), basic("pk-org", "sk-org")
+
+	code, body, _ := do(t, h, http.MethodGet, "/api/public/things/t1", project, "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"project": "p1", "org": "o1"}, body)
+
+	tests := []struct {
+		name, target, auth string
+		status             int
+		message            string
+	}{
+		{"no header", "/api/public/things/t1", "", 401, "No authorization header. Confirm that you've configured the correct host."},
+		{"bearer", "/api/public/things/t1", "Bearer pk-project", 401, "Invalid authorization header, expected Basic base64(publicKey:secretKey). Confirm that you've configured the correct host."},
+		{"wrong secret", "/api/public/things/t1", basic("pk-project", "nope"), 401, "Invalid credentials. Confirm that you've configured the correct host."},
+		{"org key on project route", "/api/public/things/t1", org, 403, "Access denied - this endpoint requires a project API key, not an organization key"},
+		{"project key on org route", "/api/public/org", project, 403, "Access denied - this endpoint requires an organization API key, not a project key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, _ := do(t, h, http.MethodGet, tt.target, tt.auth, "")
+			assert.Equal(t, tt.status, code)
+			assert.Equal(t, tt.message, body["message"])
+			if tt.status == 401 {
+				assert.NotContains(t, body, "error", "401 bodies carry only a message, as Langfuse's do")
+			} else {
+				assert.Equal(t, "ForbiddenError", body["error"])
+			}
+		})
+	}
+
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/org", org, "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "o1", body["org"])
+
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/open", "", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "yes", body["ok"])
+}
+
+func TestRouterStoreOutageIs503(t *testing.T) {
+	h, logs := newTestRouter(t, fakeVerifier{down: true})
+	code, body, _ := do(t, h, http.MethodGet, "/api/public/things/t1", basic("pk-project", "sk-project"), "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "Service Unavailable", body["message"])
+	assert.Equal(t, 1, logs.FilterMessage("API key verification failed").Len())
+}
+
+func TestRouterErrors(t *testing.T) {
+	h, logs := newTestRouter(t, fakeVerifier{})
+	project := basic("pk-project", "sk-project")
+
+	code, body, _ := do(t, h, http.MethodGet, "/api/public/nowhere", project, "")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Equal(t, map[string]any{"message": "Route not found", "error": "LangfuseNotFoundError"}, body)
+
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/things/missing", project, "")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Equal(t, "Thing missing not found", body["message"])
+
+	code, body, hdr := do(t, h, http.MethodDelete, "/api/public/things/t1", project, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+	assert.Equal(t, map[string]any{"message": "Method not allowed", "error": "MethodNotAllowedError"}, body)
+	assert.Equal(t, "GET, OPTIONS", hdr.Get("Allow"))
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/things", project, `{"a":1}`)
+	assert.Equal(t, http.StatusCreated, code)
+	assert.Equal(t, map[string]any{"a": float64(1)}, body)
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/things", project, `{"a":`)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Equal(t, "InvalidRequestError", body["error"])
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/things", project, `{"a":1} {"b":2}`)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body["message"], "unexpected data after the JSON value")
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/things", project, `{"a":"`+strings.Repeat("x", 100)+`"}`)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+	assert.Equal(t, "PayloadTooLargeError", body["error"])
+
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/boom", "", "")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Equal(t, map[string]any{"message": "Internal Server Error", "error": "InternalServerError"}, body)
+	assert.Equal(t, 1, logs.FilterMessage("handler panicked").Len())
+
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/fail", "", "")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.NotContains(t, body["message"], "secret internal detail", "internal errors are logged, not sent")
+	assert.Equal(t, 1, logs.FilterMessage("request failed").Len())
+
+	// The router survived all of the above.
+	code, _, _ = do(t, h, http.MethodGet, "/api/public/open", "", "")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+func TestRouterCORS(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	req := httptest.NewRequest(http.MethodOptions, "/api/public/things", nil)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusNoContent, rec.Code)
+	assert.Equal(t, "https://app.example", rec.Header().Get("Access-Control-Allow-Origin"))
+	assert.Equal(t, "OPTIONS, POST", rec.Header().Get("Access-Control-Allow-Methods"))
+	assert.Equal(t, "authorization,content-type", rec.Header().Get("Access-Control-Allow-Headers"))
+}
+
+func TestNewRouterRejectsBadTables(t *testing.T) {
+	ok := func(*http.Request) (any, error) { return nil, nil }
+	tests := []struct {
+		name   string
+		routes []Route
+		opts   Options
+		msg    string
+	}{
+		{"duplicate", []Route{{Method: "GET", Path: "/a", Handler: ok}, {Method: "GET", Path: "/a", Handler: ok}}, Options{}, "registered twice"},
+		{"no handler", []Route{{Method: "GET", Path: "/a"}}, Options{}, "no handler"},
+		{"relative path", []Route{{Method: "GET", Path: "a", Handler: ok}}, Options{}, "must start with /"},
+		{"lower-case method", []Route{{Method: "get", Path: "/a", Handler: ok}}, Options{}, "upper-case"},
+		{"rest wildcard", []Route{{Method: "GET", Path: "/a/{rest...}", Handler: ok}}, Options{}, "single-segment"},
+		{"key without verifier", []Route{{Method: "GET", Path: "/a", Access: ProjectKey, Handler: ok}}, Options{}, "no verifier"},
+		{"conflicting patterns", []Route{{Method: "GET", Path: "/a/{x}/b", Handler: ok}, {Method: "GET", Path: "/a/b/{y}", Handler: ok}}, Options{}, "register routes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewRouter(tt.routes, tt.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}

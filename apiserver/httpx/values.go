@@ -1,0 +1,76 @@
+package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// timestampLayout is how JavaScript's Date serialises: UTC, milliseconds, Z.
+// The SDKs parse Langfuse's timestamps in exactly this form.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// Timestamp is an instant written as an ISO 8601 string in UTC with a Z.
+type Timestamp time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format(timestampLayout) + `"`), nil
+}
+
+// OpenAPISchema describes Timestamp in the OpenAPI document.
+func (Timestamp) OpenAPISchema() map[string]any {
+	return map[string]any{"type": "string", "format": "date-time"}
+}
+
+// FromMicros converts Unix microseconds, the stores' time unit.
+func FromMicros(us int64) Timestamp {
+	return Timestamp(time.UnixMicro(us))
+}
+
+// FromTime converts a time.Time.
+func FromTime(t time.Time) Timestamp {
+	return Timestamp(t)
+}
+
+// OptionalMicros is FromMicros, nil (JSON null) for zero.
+func OptionalMicros(us int64) *Timestamp {
+	if us == 0 {
+		return nil
+	}
+	t := FromMicros(us)
+	return &t
+}
+
+// OptionalTime is FromTime, nil (JSON null) for the zero time.
+func OptionalTime(t time.Time) *Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	ts := Timestamp(t)
+	return &ts
+}
+
+// JSON is a free-form JSON value (input, output, metadata, model parameters).
+type JSON = json.RawMessage
+
+// JSONValue turns stored text into a JSON value: text that is valid JSON is
+// sent as is, any other text as a JSON string, and "" as null. Inputs and
+// outputs are stored as JSON when the source was JSON, else as the raw string.
+func JSONValue(text string) JSON {
+	if text == "" {
+		return JSON("null")
+	}
+	if json.Valid([]byte(text)) {
+		return JSON(text)
+	}
+	quoted, _ := json.Marshal(text)
+	return JSON(quoted)
+}
+
+// OptionalString is s, nil (JSON null) when empty.
+func OptionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
