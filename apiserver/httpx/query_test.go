@@ -120,6 +120,10 @@ func TestValues(t *testing.T) {
 	b, err := json.Marshal(ts)
 	require.NoError(t, err)
 	assert.Equal(t, `"2024-05-01T12:00:00.123Z"`, string(b))
+	var back Timestamp
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, int64(1714564800123000), time.Time(back).UnixMicro())
+	require.Error(t, json.Unmarshal([]byte(`"May 1st"`), &back))
 	assert.Nil(t, OptionalMicros(0))
 	assert.Nil(t, OptionalTime(time.Time{}))
 	assert.Nil(t, OptionalString(""))

@@ -2,6 +2,7 @@ package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -15,6 +16,20 @@ type Timestamp time.Time
 // MarshalJSON implements json.Marshaler.
 func (t Timestamp) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Time(t).UTC().Format(timestampLayout) + `"`), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it accepts any RFC 3339 time.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("timestamp: %w", err)
+	}
+	parsed, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("timestamp: %w", err)
+	}
+	*t = Timestamp(parsed)
+	return nil
 }
 
 // OpenAPISchema describes Timestamp in the OpenAPI document.
