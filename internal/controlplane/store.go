@@ -85,6 +85,10 @@ func parseDSN(dsn string) (driver, source string, postgres bool, err error) {
 	if path == "" {
 		return "", "", false, fmt.Errorf("%w: control plane dsn: empty SQLite path", ErrInvalid)
 	}
+	if path == ":memory:" {
+		// Each pooled connection would get its own empty database.
+		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite needs a file, not :memory:", ErrInvalid)
+	}
 	if strings.Contains(path, "?") {
 		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite options are fixed, remove %q", ErrInvalid, path[strings.Index(path, "?"):])
 	}

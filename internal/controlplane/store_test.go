@@ -67,6 +67,7 @@ func TestParseDSN(t *testing.T) {
 		{dsn: "mysql://u@h/db", wantErr: true},
 		{dsn: "", wantErr: true},
 		{dsn: "sqlite://", wantErr: true},
+		{dsn: ":memory:", wantErr: true},
 		{dsn: "cp.db?_pragma=foreign_keys(0)", wantErr: true},
 	}
 	for _, tt := range tests {
