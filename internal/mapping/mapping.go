@@ -1,0 +1,513 @@
+// Package mapping turns OpenTelemetry spans into Glassbox observations. It is
+// the only place that knows which attribute means what: the Langfuse SDK keys
+// and the conventions of other instrumentations (OpenTelemetry GenAI,
+// OpenInference, Vercel AI SDK, Traceloop and more), following the precedence
+// rules of Langfuse's own OTLP ingestion so that traces look the same.
+package mapping
+
+import (
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/glassbox-dev/glassbox/internal/model"
+)
+
+// Observations maps every span of td. The project id comes from the resource
+// attribute model.ProjectIDAttribute. now fills timestamps that are entirely absent.
+func Observations(td ptrace.Traces, now time.Time) []model.Observation {
+	return AppendObservations(make([]model.Observation, 0, td.SpanCount()), td, now)
+}
+
+// AppendObservations is the allocation-friendly form used on the hot path: it
+// appends to dst and reuses per-resource work across the resource's spans.
+func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time) []model.Observation {
+	m := getMapper(now)
+	defer mapperPool.Put(m)
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		m.setResource(rs.Resource())
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			m.setScope(ss.Scope())
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				dst = append(dst, model.Observation{})
+				m.mapSpan(&dst[len(dst)-1], spans.At(k))
+			}
+		}
+	}
+	return dst
+}
+
+// FromSpan maps one span.
+func FromSpan(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {
+	m := getMapper(now)
+	defer mapperPool.Put(m)
+	m.setResource(res)
+	m.setScope(scope)
+	var o model.Observation
+	m.mapSpan(&o, span)
+	return o
+}
+
+var mapperPool = sync.Pool{New: func() any { return new(mapper) }}
+
+func getMapper(now time.Time) *mapper {
+	m := mapperPool.Get().(*mapper)
+	m.now = now.UnixMicro()
+	m.lastTraceID, m.lastTraceHex = pcommon.TraceID{}, ""
+	return m
+}
+
+// mapper carries the state of one mapping call: what was derived from the
+// current resource and scope, and scratch space reused from span to span.
+type mapper struct {
+	now int64
+
+	res   resourceInfo
+	scope scopeInfo
+
+	span   ptrace.Span
+	a      spanAttrs
+	hidden []bool // per span attribute: left out of metadata "attributes"
+
+	obj     objBuilder
+	objItem objBuilder
+	buf     []byte
+	tmp     []byte
+
+	lastTraceID  pcommon.TraceID
+	lastTraceHex string
+}
+
+// resourceInfo is what every span of a resource shares.
+type resourceInfo struct {
+	projectID   string
+	serviceName string
+	version     string // service.version
+	release     string // langfuse.release
+	envs        [3]attr
+	python      bool
+	sampleRate  attr
+	attrsJSON   []byte     // resourceAttributes metadata object
+	traceMeta   objBuilder // trace metadata carried by resource attributes
+}
+
+// scopeInfo is what every span of an instrumentation scope shares.
+type scopeInfo struct {
+	name, version string
+	langfuseSDK   bool
+	// pythonLegacy marks Python SDK <= 3.3 spans (needs the resource too).
+	pythonLegacy bool
+	json         []byte // scope metadata object
+}
+
+func (m *mapper) setResource(res pcommon.Resource) {
+	r := &m.res
+	*r = resourceInfo{attrsJSON: r.attrsJSON[:0], traceMeta: r.traceMeta}
+	r.traceMeta.reset()
+	attrs := res.Attributes()
+	var traceBlob, legacyBlob attr
+	r.attrsJSON = append(r.attrsJSON, '{')
+	first := true
+	for k, v := range attrs.All() {
+		at := attr{v: v, ok: true}
+		switch k {
+		case model.ProjectIDAttribute:
+			r.projectID = at.str()
+		case "service.name":
+			r.serviceName = at.str()
+		case "service.version":
+			r.version = at.text()
+		case "langfuse.release":
+			r.release = at.text()
+		case "langfuse.environment":
+			r.envs[0] = at
+		case "deployment.environment.name":
+			r.envs[1] = at
+		case "deployment.environment":
+			r.envs[2] = at
+		case "telemetry.sdk.language":
+			r.python = at.str() == "python"
+		case sampleRateAttribute:
+			r.sampleRate = at
+		case "langfuse.trace.metadata":
+			traceBlob = at
+		case "langfuse.metadata":
+			legacyBlob = at
+		}
+		if strings.HasPrefix(k, prefixInternal) {
+			continue
+		}
+		if !first {
+			r.attrsJSON = append(r.attrsJSON, ',')
+		}
+		first = false
+		r.attrsJSON = appendString(r.attrsJSON, k)
+		r.attrsJSON = append(r.attrsJSON, ':')
+		r.attrsJSON = appendValue(r.attrsJSON, v)
+	}
+	r.attrsJSON = append(r.attrsJSON, '}')
+	addMetadata(&r.traceMeta, attrs, pick(traceBlob, legacyBlob), prefixTraceMeta)
+}
+
+func (m *mapper) setScope(scope pcommon.InstrumentationScope) {
+	s := &m.scope
+	s.name, s.version = scope.Name(), scope.Version()
+	s.langfuseSDK = strings.HasPrefix(s.name, "langfuse-sdk")
+	s.pythonLegacy = s.name == "langfuse-sdk" && m.res.python && versionAtMost33(s.version)
+	b := append(s.json[:0], `{"name":`...)
+	b = appendString(b, s.name)
+	b = append(b, `,"version":`...)
+	b = appendString(b, s.version)
+	b = append(b, `,"attributes":`...)
+	b = appendMap(b, scope.Attributes())
+	s.json = append(b, '}')
+}
+
+// versionAtMost33 reports whether an SDK version is 3.3.x or older; an
+// unknown version counts as old, as in Langfuse.
+func versionAtMost33(v string) bool {
+	if v == "" {
+		return true
+	}
+	major, rest := leadingInt(v)
+	if major != 3 {
+		return major < 3
+	}
+	if rest == "" || rest[0] != '.' {
+		return true
+	}
+	minor, _ := leadingInt(rest[1:])
+	return minor <= 3
+}
+
+func leadingInt(s string) (int, string) {
+	n, i := 0, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' && n < 1<<20 {
+		n = n*10 + int(s[i]-'0')
+		i++
+	}
+	return n, s[i:]
+}
+
+func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
+	m.span = span
+	a := &m.a
+	*a = spanAttrs{}
+	m.hidden = m.hidden[:0]
+	attrs := span.Attributes()
+	for k, v := range attrs.All() {
+		m.hidden = append(m.hidden, a.set(k, v))
+	}
+
+	o.ProjectID = m.res.projectID
+	o.TraceID = m.traceHex(span.TraceID())
+	o.ID = spanHex(span.SpanID())
+	parent := span.ParentSpanID()
+	if !parent.IsEmpty() {
+		o.ParentID = spanHex(parent)
+	}
+	o.IsRoot = parent.IsEmpty() || a.asRoot.isTrue()
+
+	o.Type = m.observationType()
+	o.Name = m.name()
+	o.StartTime, o.EndTime = m.times()
+	o.CompletionStartTime = m.completionStart(o.StartTime)
+	o.Level = level(a.obsLevel, span.Status().Code())
+	o.StatusMessage = a.obsStatusMessage.text()
+	if !a.obsStatusMessage.ok {
+		o.StatusMessage = span.Status().Message()
+	}
+
+	o.Input, o.Output = m.inputOutput()
+
+	// invoke_agent and agent_step spans repeat what their generations report.
+	if op := a.genaiOperation.str(); op != "invoke_agent" && op != "agent_step" {
+		o.Model = m.model()
+		o.UsageDetails = m.usage()
+		o.CostDetails = m.cost()
+	}
+	o.ModelParameters = m.modelParameters()
+	if o.Type == model.TypeGeneration {
+		o.PromptName, o.PromptVersion = m.prompt()
+	}
+
+	o.Environment = m.environment()
+	o.Release, o.Version = m.res.release, m.res.version
+	if a.release.ok {
+		o.Release = a.release.text()
+	}
+	if a.version.ok {
+		o.Version = a.version.text()
+	}
+
+	m.traceFields(o)
+	o.Metadata = m.metadata()
+
+	o.ServiceName = m.res.serviceName
+	o.ScopeName, o.ScopeVersion = m.scope.name, m.scope.version
+	o.SampleRate = sampleRate(a.sampleRate, m.res.sampleRate)
+}
+
+// traceHex formats the trace id, reusing the string while consecutive spans
+// belong to the same trace, which is the common case in a batch.
+func (m *mapper) traceHex(id pcommon.TraceID) string {
+	if id != m.lastTraceID || m.lastTraceHex == "" {
+		m.lastTraceID = id
+		m.lastTraceHex = hex.EncodeToString(id[:])
+	}
+	return m.lastTraceHex
+}
+
+func spanHex(id pcommon.SpanID) string {
+	return hex.EncodeToString(id[:])
+}
+
+// times returns start and end in microseconds: a missing edge takes the
+// other one, and a span with neither gets now.
+func (m *mapper) times() (start, end int64) {
+	start = int64(m.span.StartTimestamp()) / 1000
+	end = int64(m.span.EndTimestamp()) / 1000
+	switch {
+	case start == 0 && end == 0:
+		return m.now, m.now
+	case start == 0:
+		return end, end
+	case end == 0:
+		return start, start
+	}
+	return start, end
+}
+
+// name applies the span-name overrides of instrumentations that put the
+// meaningful name into an attribute.
+func (m *mapper) name() string {
+	a := &m.a
+	for _, at := range [...]attr{a.genaiToolName, a.genkitName, a.logfireMsg} {
+		if at.truthy() {
+			return at.text()
+		}
+	}
+	if a.aiToolCallName.ok {
+		return a.aiToolCallName.text()
+	}
+	if a.aiOperationID.ok {
+		op := a.aiOperationID.text()
+		if a.aiFunctionID.truthy() {
+			return a.aiFunctionID.text() + ":" + op
+		}
+		return op
+	}
+	return m.span.Name()
+}
+
+// environment takes the first environment key set on the span or, failing
+// that, on the resource.
+func (m *mapper) environment() string {
+	a := &m.a
+	for i, at := range [...]attr{a.environment, a.deployEnvName, a.deployEnv} {
+		if at.truthy() {
+			return normalizeEnvironment(at.text())
+		}
+		if r := m.res.envs[i]; r.truthy() {
+			return normalizeEnvironment(r.text())
+		}
+	}
+	return defaultEnvironment
+}
+
+// model picks the model name by precedence.
+func (m *mapper) model() string {
+	a := &m.a
+	for _, at := range [...]attr{
+		a.obsModel, a.genaiResponseModel, a.aiModelID, a.genaiRequestModel,
+		a.llmResponseModel, a.llmModelName, a.model,
+	} {
+		if at.truthy() {
+			return at.text()
+		}
+	}
+	if a.genkitSubtype.str() == "model" && a.genkitName.truthy() {
+		return a.genkitName.text()
+	}
+	return ""
+}
+
+// prompt returns the linked prompt's name and version.
+func (m *mapper) prompt() (string, int64) {
+	a := &m.a
+	name := pick(a.obsPromptName, a.lfPromptName).text()
+	version, _ := intOf(pick(a.obsPromptVersion, a.lfPromptVersion))
+	if (name == "" || version == 0) && a.aiMetaPrompt.isStr() {
+		// The Vercel AI SDK integration passes {"name":..,"version":..}.
+		if s := a.aiMetaPrompt.v.Str(); isJSONObject(s) {
+			eachMember(s, func(k, raw string) {
+				switch k {
+				case "name":
+					if name == "" {
+						name = rawString(raw)
+					}
+				case "version":
+					if f, ok := rawNumber(raw); ok && version == 0 && f == float64(int64(f)) {
+						version = int64(f)
+					}
+				}
+			})
+		}
+	}
+	return name, version
+}
+
+// completionStart reads the time of the first streamed token.
+func (m *mapper) completionStart(start int64) int64 {
+	a := &m.a
+	if s := a.obsCompletionStart.str(); s != "" {
+		if t, ok := parseTime(s); ok {
+			return t
+		}
+	}
+	ms := a.aiMsToFirstChunk
+	if !ms.ok {
+		ms = a.aiStreamMsToFirstChunk
+	}
+	if f, ok := floatOf(ms); ok && f > 0 {
+		return start + ceilMillis(f)*1000
+	}
+	return 0
+}
+
+func ceilMillis(f float64) int64 {
+	n := int64(f)
+	if float64(n) < f {
+		n++
+	}
+	return n
+}
+
+// traceFields fills the trace-level fields the span carries.
+func (m *mapper) traceFields(o *model.Observation) {
+	a := &m.a
+	o.TraceName = a.traceName.text()
+	if o.TraceName == "" && o.IsRoot {
+		o.TraceName = o.Name
+	}
+	o.UserID = firstTruthy(a.lfUserID, a.userID, a.obsMetaUserID, a.traceMetaUserID, a.aiMetaUserID).text()
+	o.SessionID = firstTruthy(a.lfSessionID, a.sessionID, a.conversationID, a.obsMetaSessionID,
+		a.traceMetaSessionID, a.aiMetaSessionID).text()
+	o.Tags = tags(firstTruthy(a.traceTags, a.lfTags, a.obsMetaTags, a.traceMetaTags, a.aiMetaTags, a.tagTags))
+	o.Public = pick(a.tracePublic, a.lfPublic).isTrue()
+
+	o.TraceInput = a.traceInput.text()
+	o.TraceOutput = a.traceOutput.text()
+	if o.IsRoot {
+		// A root span's own input and output stand for the trace's.
+		if !a.traceInput.truthy() {
+			o.TraceInput = o.Input
+		}
+		if !a.traceOutput.truthy() {
+			o.TraceOutput = o.Output
+		}
+	}
+
+	b := &m.obj
+	b.reset()
+	b.addAll(&m.res.traceMeta)
+	if a.families&(famTraceMeta|famLegacyMeta|famAIMeta) != 0 || a.traceMetadata.ok || a.lfMetadata.ok {
+		addMetadata(b, m.span.Attributes(), pick(a.traceMetadata, a.lfMetadata), prefixTraceMeta)
+	}
+	o.TraceMetadata = m.objString(b)
+}
+
+// metadata builds the observation metadata: trace metadata from resource
+// attributes, the observation's own metadata, the remaining span attributes
+// (not for Langfuse SDK spans, whose attributes are all Langfuse keys), the
+// resource attributes and the instrumentation scope.
+func (m *mapper) metadata() string {
+	a := &m.a
+	b := &m.obj
+	b.reset()
+	b.addAll(&m.res.traceMeta)
+	if a.families&(famObsMeta|famLegacyMeta|famAIMeta) != 0 || a.obsMetadata.ok || a.lfMetadata.ok {
+		addMetadata(b, m.span.Attributes(), pick(a.obsMetadata, a.lfMetadata), prefixObsMeta)
+	}
+	if a.aiPromptTools.truthy() {
+		b.addValue("tools", a.aiPromptTools.v)
+	}
+	if !m.scope.langfuseSDK {
+		m.tmp = m.filteredAttributes(m.tmp[:0])
+		b.addRaw("attributes", unsafeString(m.tmp))
+	}
+	b.addRaw("resourceAttributes", unsafeString(m.res.attrsJSON))
+	b.addRaw("scope", unsafeString(m.scope.json))
+	return m.objString(b)
+}
+
+// filteredAttributes appends the span attributes that are not shown
+// elsewhere, with non-string values as JSON text, as Langfuse shows them.
+func (m *mapper) filteredAttributes(dst []byte) []byte {
+	dst = append(dst, '{')
+	i, first := 0, true
+	for k, v := range m.span.Attributes().All() {
+		hidden := i < len(m.hidden) && m.hidden[i]
+		i++
+		if hidden {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		if v.Type() == pcommon.ValueTypeStr {
+			dst = appendString(dst, v.Str())
+			continue
+		}
+		m.buf = appendValue(m.buf[:0], v)
+		dst = appendString(dst, unsafeString(m.buf))
+	}
+	return append(dst, '}')
+}
+
+// objString renders a builder to a string, "{}" when empty.
+func (m *mapper) objString(b *objBuilder) string {
+	if b.empty() {
+		return "{}"
+	}
+	m.buf = b.appendTo(m.buf[:0])
+	return string(m.buf)
+}
+
+// addMetadata adds metadata in Langfuse's shape: the blob's members, then
+// every attribute under the own prefix, langfuse.metadata. or
+// ai.telemetry.metadata. with the prefix removed. The Vercel AI SDK keys that
+// stand for trace fields are not metadata.
+func addMetadata(b *objBuilder, attrs pcommon.Map, blob attr, ownPrefix string) {
+	b.addBlob(blob)
+	for k, v := range attrs.All() {
+		var key string
+		switch {
+		case strings.HasPrefix(k, ownPrefix):
+			key = k[len(ownPrefix):]
+		case strings.HasPrefix(k, prefixLegacyMeta):
+			key = k[len(prefixLegacyMeta):]
+		case strings.HasPrefix(k, prefixAIMeta):
+			key = k[len(prefixAIMeta):]
+			switch key {
+			case "userId", "sessionId", "tags", "langfusePrompt":
+				continue
+			}
+		default:
+			continue
+		}
+		b.addEmbedded(key, v)
+	}
+}

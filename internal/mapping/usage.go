@@ -1,0 +1,330 @@
+package mapping
+
+import (
+	"strings"
+)
+
+// Canonical usage keys.
+const (
+	UsageInput            = "input"
+	UsageOutput           = "output"
+	UsageTotal            = "total"
+	UsageInputCached      = "input_cached_tokens"
+	UsageInputCacheCreate = "input_cache_creation"
+	UsageInputAudio       = "input_audio_tokens"
+	UsageOutputReasoning  = "output_reasoning_tokens"
+	UsageOutputAudio      = "output_audio_tokens"
+)
+
+const (
+	inputDetailPrefix      = "input_"
+	outputDetailPrefix     = "output_"
+	providerDetailsStrip   = "details."
+	usageKeySeparator      = "."
+	maxUsageFlattenDepth   = 4
+	maxUsageFlattenMembers = 256
+)
+
+// usageAliases lists, per canonical key, the provider keys that carry it, in
+// order of precedence. The input and output aliases are totals that include
+// their details (cached, reasoning, ...); the canonical input and output
+// already exclude them.
+var (
+	inputAliases = []string{"prompt_tokens", "input_tokens", "prompt", "promptTokens", "inputTokens"}
+	outputAliases = []string{
+		"completion_tokens", "output_tokens", "completion", "completionTokens", "outputTokens",
+	}
+	totalAliases  = []string{UsageTotal, "total_tokens", "totalTokens"}
+	detailAliases = []struct {
+		key     string
+		aliases []string
+	}{
+		{UsageInputCached, []string{
+			UsageInputCached, "cache_read.input_tokens", "cache_read_input_tokens", "cache_read_tokens",
+			"details.cache_read_tokens", "details.cache_read_input_tokens", "prompt_details.cache_read",
+			"prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens", "input_tokens.cached",
+			"cachedInputTokens", "cacheReadInputTokens",
+		}},
+		{UsageInputCacheCreate, []string{
+			UsageInputCacheCreate, "cache_creation.input_tokens", "cache_creation_input_tokens",
+			"cache_write_tokens", "cache_write_input_tokens", "details.cache_creation_input_tokens",
+			"details.cache_write_tokens", "prompt_details.cache_write", "cacheCreationInputTokens",
+		}},
+		{UsageInputAudio, []string{
+			UsageInputAudio, "prompt_details.audio", "prompt_tokens_details.audio_tokens",
+			"input_tokens_details.audio_tokens",
+		}},
+		{UsageOutputReasoning, []string{
+			UsageOutputReasoning, "reasoning.output_tokens", "completion_details.reasoning",
+			"completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens",
+			"output_tokens.reasoning", "reasoning_tokens", "reasoningTokens",
+		}},
+		{UsageOutputAudio, []string{
+			UsageOutputAudio, "completion_details.audio", "completion_tokens_details.audio_tokens",
+			"output_tokens_details.audio_tokens",
+		}},
+	}
+	// Remaining OpenAI-style detail objects become input_<k> / output_<k>.
+	detailPrefixes = []struct{ prefix, to string }{
+		{"prompt_tokens_details.", inputDetailPrefix},
+		{"input_tokens_details.", inputDetailPrefix},
+		{"completion_tokens_details.", outputDetailPrefix},
+		{"output_tokens_details.", outputDetailPrefix},
+	}
+)
+
+// NormalizeUsage turns provider-specific usage keys into the canonical ones:
+// input, output, total, input_cached_tokens, input_cache_creation,
+// input_audio_tokens, output_reasoning_tokens, output_audio_tokens, and
+// input_<k>/output_<k> for other OpenAI-style details. Nested provider
+// objects are expected flattened with "." (prompt_tokens_details.cached_tokens).
+//
+// Provider totals (prompt_tokens, input_tokens, ...) include their details,
+// so when input or output comes from such a key, every input_* or output_*
+// detail is subtracted from it (never below zero); a canonical input or
+// output is taken as already exclusive. Other keys are kept ("details."
+// removed), negative values dropped, and total, when absent, is the sum of
+// all values. The input map is not modified; nil or empty input gives nil.
+func NormalizeUsage(raw map[string]int64) map[string]int64 {
+	if len(raw) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(raw)+1)
+	used := make(map[string]bool, len(raw))
+	first := func(keys []string) (int64, bool) {
+		var v int64
+		found := false
+		for _, k := range keys {
+			if n, ok := raw[k]; ok {
+				used[k] = true
+				if !found && n >= 0 {
+					v, found = n, true
+				}
+			}
+		}
+		return v, found
+	}
+
+	input, hasInput := first([]string{UsageInput})
+	inputInclusive := false
+	if n, ok := first(inputAliases); ok && !hasInput {
+		input, hasInput, inputInclusive = n, true, true
+	}
+	output, hasOutput := first([]string{UsageOutput})
+	outputInclusive := false
+	if n, ok := first(outputAliases); ok && !hasOutput {
+		output, hasOutput, outputInclusive = n, true, true
+	}
+	total, hasTotal := first(totalAliases)
+	for _, d := range detailAliases {
+		if n, ok := first(d.aliases); ok {
+			out[d.key] = n
+		}
+	}
+	for k, n := range raw {
+		if used[k] || n < 0 {
+			continue
+		}
+		key := strings.TrimPrefix(k, providerDetailsStrip)
+		for _, p := range detailPrefixes {
+			if rest, ok := strings.CutPrefix(k, p.prefix); ok {
+				key = p.to + rest
+				break
+			}
+		}
+		if _, taken := out[key]; !taken {
+			out[key] = n
+		}
+	}
+
+	var inputDetails, outputDetails int64
+	for k, n := range out {
+		switch {
+		case strings.HasPrefix(k, inputDetailPrefix):
+			inputDetails += n
+		case strings.HasPrefix(k, outputDetailPrefix):
+			outputDetails += n
+		}
+	}
+	if hasInput {
+		if inputInclusive {
+			input = max(input-inputDetails, 0)
+		}
+		out[UsageInput] = input
+	}
+	if hasOutput {
+		if outputInclusive {
+			output = max(output-outputDetails, 0)
+		}
+		out[UsageOutput] = output
+	}
+	if !hasTotal && len(out) > 0 {
+		for _, n := range out {
+			total += n
+		}
+		hasTotal = true
+	}
+	if hasTotal {
+		out[UsageTotal] = total
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// usage extracts usage details: the Langfuse JSON first, then the Vercel AI
+// SDK keys for its scope, then the generic gen_ai.usage.* and
+// llm.token_count.* keys.
+func (m *mapper) usage() map[string]int64 {
+	a := &m.a
+	if s := a.obsUsage.str(); s != "" && isJSONObject(s) {
+		raw := make(map[string]int64)
+		flattenNumbers(raw, "", s, 0)
+		if u := NormalizeUsage(raw); u != nil {
+			return u
+		}
+	}
+	if a.families&(famGenAIUsage|famLLMTokens) == 0 {
+		return nil
+	}
+	raw := make(map[string]int64)
+	if m.scope.name == "ai" {
+		m.vercelUsage(raw)
+	} else {
+		for k, v := range m.span.Attributes().All() {
+			var key string
+			switch {
+			case strings.HasPrefix(k, prefixGenAIUsage):
+				key = k[len(prefixGenAIUsage):]
+				if key == "cost" {
+					continue
+				}
+			case strings.HasPrefix(k, prefixLLMTokens):
+				key = k[len(prefixLLMTokens):]
+			default:
+				continue
+			}
+			if n, ok := intOf(attr{v: v, ok: true}); ok {
+				raw[key] = n
+			}
+		}
+	}
+	return NormalizeUsage(raw)
+}
+
+// vercelUsage collects the AI SDK's usage. Only the provider-call spans carry
+// gen_ai.usage.*; the enclosing ai.* spans repeat their children's sum in
+// ai.usage.* and are left without usage so that nothing is counted twice.
+func (m *mapper) vercelUsage(raw map[string]int64) {
+	a := &m.a
+	attrs := m.span.Attributes()
+	for _, k := range [...][2]string{
+		{"gen_ai.usage.prompt_tokens", "prompt_tokens"},
+		{"gen_ai.usage.input_tokens", "input_tokens"},
+		{"gen_ai.usage.completion_tokens", "completion_tokens"},
+		{"gen_ai.usage.output_tokens", "output_tokens"},
+	} {
+		if n, ok := intOf(get(attrs, k[0])); ok {
+			raw[k[1]] = n
+		}
+	}
+	if len(raw) == 0 {
+		return
+	}
+	for _, k := range [...]struct {
+		a   attr
+		key string
+	}{
+		{a.aiUsageTokens, "total_tokens"},
+		{a.aiUsageCachedInput, UsageInputCached},
+		{a.aiUsageReasoning, UsageOutputReasoning},
+	} {
+		if n, ok := intOf(k.a); ok {
+			raw[k.key] = n
+		}
+	}
+	if s := a.aiProviderMetadata.str(); s != "" && isJSONObject(s) {
+		meta := make(map[string]int64)
+		flattenNumbers(meta, "", s, 0)
+		for _, k := range [...][2]string{
+			{"openai.cachedPromptTokens", UsageInputCached},
+			{"openai.acceptedPredictionTokens", "accepted_prediction_tokens"},
+			{"openai.rejectedPredictionTokens", "rejected_prediction_tokens"},
+			{"openai.reasoningTokens", UsageOutputReasoning},
+			{"anthropic.usage.cache_creation_input_tokens", UsageInputCacheCreate},
+			{"anthropic.usage.cache_read_input_tokens", UsageInputCached},
+			{"anthropic.usage.cache_creation.ephemeral_5m_input_tokens", "input_cache_creation_5m"},
+			{"anthropic.usage.cache_creation.ephemeral_1h_input_tokens", "input_cache_creation_1h"},
+			{"bedrock.usage.cacheReadInputTokens", "input_cache_read"},
+			{"bedrock.usage.cacheWriteInputTokens", "input_cache_write"},
+			{"bedrock.usage.cacheCreationInputTokens", UsageInputCacheCreate},
+		} {
+			if n, ok := meta[k[0]]; ok {
+				if _, set := raw[k[1]]; !set {
+					raw[k[1]] = n
+				}
+			}
+		}
+		// Anthropic reports cache creation in total and per TTL; keep the
+		// per-TTL counts and only the remainder in the total key.
+		if n5, n1 := raw["input_cache_creation_5m"], raw["input_cache_creation_1h"]; n5+n1 > 0 {
+			raw[UsageInputCacheCreate] = max(raw[UsageInputCacheCreate]-n5-n1, 0)
+		}
+	}
+}
+
+// flattenNumbers collects the numbers (or numeric strings) of a JSON object
+// into dst with dotted keys for nested objects.
+func flattenNumbers(dst map[string]int64, prefix, obj string, depth int) {
+	if depth > maxUsageFlattenDepth {
+		return
+	}
+	eachMember(obj, func(k, raw string) {
+		if len(dst) >= maxUsageFlattenMembers {
+			return
+		}
+		key := k
+		if prefix != "" {
+			key = prefix + usageKeySeparator + k
+		}
+		if raw[0] == '{' {
+			flattenNumbers(dst, key, raw, depth+1)
+			return
+		}
+		if f, ok := rawNumber(raw); ok && f == float64(int64(f)) {
+			dst[key] = int64(f)
+		}
+	})
+}
+
+// cost extracts cost details in USD.
+func (m *mapper) cost() map[string]float64 {
+	a := &m.a
+	if s := a.obsCost.str(); s != "" && isJSONObject(s) {
+		var out map[string]float64
+		eachMember(s, func(k, raw string) {
+			if raw[0] == '"' {
+				return // only numbers are costs
+			}
+			if f, ok := rawNumber(raw); ok && f >= 0 {
+				if out == nil {
+					out = make(map[string]float64)
+				}
+				out[k] = f
+			}
+		})
+		if out != nil {
+			return out
+		}
+	}
+	for _, at := range [...]attr{a.genaiUsageCost, a.llmCostTotal} {
+		if !at.truthy() {
+			continue
+		}
+		if f, ok := floatOf(at); ok && f >= 0 {
+			return map[string]float64{UsageTotal: f}
+		}
+	}
+	return nil
+}
