@@ -1,0 +1,229 @@
+package chstore
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The schema keeps to the SQL that ClickHouse 18.16 and current releases share:
+// microsecond Int64 timestamps next to a DateTime for partitions and filters,
+// maps as parallel arrays, JSON as String, ReplacingMergeTree with dedupe on
+// read, no codecs, skip indexes, TTL or Map/DateTime64/JSON types.
+
+// table describes one logical table. In cluster mode it becomes <name>_local
+// on every node plus a Distributed <name>; otherwise just <name>.
+type table struct {
+	name      string
+	columns   string
+	version   string // ReplacingMergeTree version column; "" means plain MergeTree
+	partition string
+	orderBy   string
+	// granularity is the index granularity; observations use a small one so a
+	// point read of one trace decompresses little input/output text.
+	granularity int
+	// shardKey is the Distributed sharding expression; "" keeps the table node-local.
+	shardKey string
+}
+
+const observationColumns = `
+	project_id String,
+	trace_id String,
+	id String,
+	parent_id String,
+	type LowCardinality(String),
+	name String,
+	start_time DateTime('UTC'),
+	start_time_us Int64,
+	end_time_us Int64,
+	completion_start_time_us Int64,
+	level LowCardinality(String),
+	status_message String,
+	input String,
+	output String,
+	metadata String,
+	model LowCardinality(String),
+	model_parameters String,
+	usage_keys Array(String),
+	usage_values Array(Int64),
+	cost_keys Array(String),
+	cost_values Array(Float64),
+	total_cost Float64,
+	prompt_name String,
+	prompt_version Int64,
+	environment LowCardinality(String),
+	release String,
+	version String,
+	trace_name String,
+	user_id String,
+	session_id String,
+	tags Array(String),
+	public UInt8,
+	trace_metadata String,
+	trace_input String,
+	trace_output String,
+	is_root UInt8,
+	service_name LowCardinality(String),
+	scope_name String,
+	scope_version String,
+	sample_rate Float64,
+	event_ts UInt64`
+
+var (
+	// observations: one immutable row per span. Sorted by day then trace, so a
+	// project's time window is a key range and, within a day, a trace is
+	// contiguous (docs/storage.md has the measurements behind this choice).
+	observationsTable = table{
+		name:        "observations",
+		columns:     observationColumns,
+		version:     "event_ts",
+		partition:   "toYYYYMM(start_time)",
+		orderBy:     "project_id, toDate(start_time), trace_id, id",
+		granularity: 2048,
+		shardKey:    "cityHash64(trace_id)",
+	}
+	// traceIndex maps a trace to the days its spans started on, so a point read
+	// of a trace becomes a key-range read of observations.
+	traceIndexTable = table{
+		name:        "trace_index",
+		columns:     "project_id String, trace_id String, day Date",
+		partition:   "toYYYYMM(day)",
+		orderBy:     "project_id, trace_id, day",
+		granularity: 8192,
+		shardKey:    "cityHash64(trace_id)",
+	}
+	// deletedTraces holds tombstones: every read excludes these trace ids at once,
+	// while an asynchronous mutation removes the rows themselves.
+	deletedTracesTable = table{
+		name:        "deleted_traces",
+		columns:     "project_id String, trace_id String, deleted_at DateTime('UTC')",
+		version:     "deleted_at",
+		orderBy:     "project_id, trace_id",
+		granularity: 8192,
+		shardKey:    "cityHash64(trace_id)",
+	}
+	scoresTable = table{
+		name: "scores",
+		columns: `
+	project_id String,
+	id String,
+	timestamp DateTime('UTC'),
+	timestamp_us Int64,
+	name String,
+	value Float64,
+	string_value String,
+	data_type LowCardinality(String),
+	source LowCardinality(String),
+	comment String,
+	metadata String,
+	config_id String,
+	queue_id String,
+	author_user_id String,
+	environment LowCardinality(String),
+	trace_id String,
+	observation_id String,
+	session_id String,
+	dataset_run_id String,
+	event_ts UInt64`,
+		version:     "event_ts",
+		partition:   "toYYYYMM(timestamp)",
+		orderBy:     "project_id, toDate(timestamp), id",
+		granularity: 8192,
+		shardKey:    "cityHash64(id)",
+	}
+	// migrationsTable records applied schema versions, per node.
+	migrationsTable = table{
+		name:        "schema_migrations",
+		columns:     "version UInt32, applied_at DateTime('UTC')",
+		orderBy:     "version",
+		granularity: 8192,
+	}
+)
+
+// ddl renders statements for one database layout.
+type ddl struct {
+	db         string
+	cluster    string
+	replicated bool
+}
+
+func quote(ident string) string { return "`" + ident + "`" }
+
+func (d ddl) onCluster() string {
+	if d.cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + quote(d.cluster)
+}
+
+// distributed reports whether t is split into a local and a Distributed table.
+func (d ddl) distributed(t table) bool { return d.cluster != "" && t.shardKey != "" }
+
+// local is the qualified name of the table that holds t's rows on a node.
+func (d ddl) local(t table) string {
+	if d.distributed(t) {
+		return quote(d.db) + "." + quote(t.name+"_local")
+	}
+	return quote(d.db) + "." + quote(t.name)
+}
+
+// name is the qualified name that reads and inserts use.
+func (d ddl) name(t table) string { return quote(d.db) + "." + quote(t.name) }
+
+func (d ddl) createDatabase() string {
+	return "CREATE DATABASE IF NOT EXISTS " + quote(d.db) + d.onCluster()
+}
+
+func (d ddl) engine(t table) string {
+	kind := "MergeTree"
+	if t.version != "" {
+		kind = "ReplacingMergeTree"
+	}
+	var args []string
+	if d.replicated {
+		localName := t.name
+		if d.distributed(t) {
+			localName += "_local"
+		}
+		kind = "Replicated" + kind
+		args = append(args, fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s'", d.db, localName), "'{replica}'")
+	}
+	if t.version != "" {
+		args = append(args, t.version)
+	}
+	return fmt.Sprintf("%s(%s)", kind, strings.Join(args, ", "))
+}
+
+// createTable renders the CREATE statements for t: the storage table and, in
+// cluster mode, the Distributed table over it.
+func (d ddl) createTable(t table) []string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s%s (%s\n) ENGINE = %s", d.local(t), d.onCluster(), t.columns, d.engine(t))
+	if t.partition != "" {
+		fmt.Fprintf(&b, "\nPARTITION BY %s", t.partition)
+	}
+	fmt.Fprintf(&b, "\nORDER BY (%s)\nSETTINGS index_granularity = %d", t.orderBy, t.granularity)
+	stmts := []string{b.String()}
+	if d.distributed(t) {
+		stmts = append(stmts, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s AS %s ENGINE = Distributed(%s, %s, %s, %s)",
+			d.name(t), d.onCluster(), d.local(t), quote(d.cluster), quote(d.db), quote(t.name+"_local"), t.shardKey))
+	}
+	return stmts
+}
+
+// createTraceIndexView feeds trace_index from every observations insert. In
+// cluster mode it sits on each node's local tables; both are sharded by trace
+// id, so a trace's index rows land on the shard that holds its spans.
+func (d ddl) createTraceIndexView() []string {
+	return []string{fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS SELECT project_id, trace_id, toDate(start_time) AS day FROM %s",
+		quote(d.db)+"."+quote("trace_index_mv"), d.onCluster(), d.local(traceIndexTable), d.local(observationsTable))}
+}
+
+// addColumn renders ALTER statements that add a column to t (both the local
+// and the Distributed table in cluster mode).
+func (d ddl) addColumn(t table, column, typ string) []string {
+	stmts := []string{fmt.Sprintf("ALTER TABLE %s%s ADD COLUMN %s %s", d.local(t), d.onCluster(), quote(column), typ)}
+	if d.distributed(t) {
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s%s ADD COLUMN %s %s", d.name(t), d.onCluster(), quote(column), typ))
+	}
+	return stmts
+}

@@ -1,0 +1,555 @@
+package chstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// base is 2025-11-13 02:13:20 UTC in Unix µs.
+const base = int64(1763000000) * 1e6
+
+const second = int64(1e6)
+
+// traceOf builds a root span with two children: a generation with usage and
+// cost, and a tool span that sets trace-level attributes late.
+func traceOf(project, trace string, start int64) []model.Observation {
+	root := model.Observation{
+		ProjectID: project, TraceID: trace, ID: trace[:4] + "root", Type: model.TypeSpan, Name: "handle-request",
+		StartTime: start, EndTime: start + 3*second, Level: model.LevelDefault,
+		Input: `{"q":"hi"}`, Output: `"hello"`, Metadata: `{"step":"root"}`,
+		Environment: "production", Release: "r1", Version: "v1",
+		TraceName: "chat", UserID: "user-1", SessionID: "session-1", Tags: []string{"b", "a"},
+		TraceMetadata: `{"team":"x","tier":"free"}`, TraceInput: `{"q":"hi"}`, TraceOutput: `"hello"`,
+		IsRoot: true, ServiceName: "svc", ScopeName: "langfuse-sdk", ScopeVersion: "3.0.0", SampleRate: 1,
+	}
+	gen := model.Observation{
+		ProjectID: project, TraceID: trace, ID: trace[:4] + "gen", ParentID: root.ID, Type: model.TypeGeneration, Name: "llm",
+		StartTime: start + second, EndTime: start + 2*second, CompletionStartTime: start + second + 200_000,
+		Level: model.LevelDefault, Input: `[{"role":"user","content":"hi"}]`, Output: `{"role":"assistant","content":"hello"}`,
+		Metadata: "{}", Model: "gpt-4o", ModelParameters: `{"temperature":0}`,
+		UsageDetails: map[string]int64{"input": 10, "output": 5, "total": 15},
+		CostDetails:  map[string]float64{"input": 0.001, "output": 0.002, "total": 0.003},
+		PromptName:   "greeting", PromptVersion: 2, Environment: "production", Tags: []string{"c"},
+		TraceMetadata: "{}", SampleRate: 1,
+	}
+	tool := model.Observation{
+		ProjectID: project, TraceID: trace, ID: trace[:4] + "tool", ParentID: root.ID, Type: model.TypeTool, Name: "search",
+		StartTime: start + 2*second, EndTime: start + 4*second, Level: model.LevelWarning, StatusMessage: "slow",
+		Metadata: "{}", Environment: "production", UserID: "user-2", Public: true,
+		TraceMetadata: `{"tier":"pro"}`, CostDetails: map[string]float64{"input": 0.5, "output": 0.25}, SampleRate: 1,
+	}
+	return []model.Observation{root, gen, tool}
+}
+
+func TestInsertAndGetTrace(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	obs := traceOf("proj", "0123456789abcdef0123456789abcdef", base)
+	require.NoError(t, s.InsertObservations(ctx, obs))
+
+	got, err := s.GetTrace(ctx, "proj", "0123456789abcdef0123456789abcdef")
+	require.NoError(t, err)
+	tr := got.Trace
+	assert.Equal(t, "proj", tr.ProjectID)
+	assert.Equal(t, base, tr.Timestamp)
+	assert.Equal(t, "chat", tr.Name)
+	assert.Equal(t, "user-2", tr.UserID, "the newest span's user id wins")
+	assert.Equal(t, "session-1", tr.SessionID)
+	assert.Equal(t, "r1", tr.Release)
+	assert.Equal(t, "v1", tr.Version)
+	assert.Equal(t, "production", tr.Environment)
+	assert.Equal(t, []string{"a", "b", "c"}, tr.Tags)
+	assert.True(t, tr.Public)
+	assert.JSONEq(t, `{"team":"x","tier":"pro"}`, tr.Metadata)
+	assert.Equal(t, `{"q":"hi"}`, tr.Input)
+	assert.Equal(t, `"hello"`, tr.Output)
+	assert.InDelta(t, 4.0, tr.LatencySeconds, 1e-9)
+	assert.InDelta(t, 0.753, tr.TotalCost, 1e-9, "generation total plus the tool's summed parts")
+	assert.Equal(t, []string{"0123root", "0123gen", "0123tool"}, tr.ObservationIDs)
+	assert.Positive(t, tr.CreatedAt)
+	assert.GreaterOrEqual(t, tr.UpdatedAt, tr.CreatedAt)
+
+	require.Len(t, got.Observations, 3)
+	for i, o := range got.Observations {
+		assert.Positive(t, o.StoredAt)
+		want := obs[i]
+		if want.UsageDetails == nil {
+			want.UsageDetails = map[string]int64{}
+		}
+		if want.CostDetails == nil {
+			want.CostDetails = map[string]float64{}
+		}
+		if want.Tags == nil {
+			want.Tags = []string{}
+		}
+		assert.Equal(t, want, o.Observation)
+	}
+
+	_, err = s.GetTrace(ctx, "proj", "ffffffffffffffffffffffffffffffff")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+}
+
+func TestTraceNameFallsBackToRootSpan(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	obs := traceOf("proj", "aaaa0000000000000000000000000000", base)
+	obs[0].TraceName = ""
+	require.NoError(t, s.InsertObservations(ctx, obs))
+	got, err := s.GetTrace(ctx, "proj", "aaaa0000000000000000000000000000")
+	require.NoError(t, err)
+	assert.Equal(t, "handle-request", got.Name)
+}
+
+func TestDuplicateInsertsReadOnce(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	obs := traceOf("proj", "dddd0000000000000000000000000000", base)
+	require.NoError(t, s.InsertObservations(ctx, obs))
+	require.NoError(t, s.InsertObservations(ctx, obs))
+	require.NoError(t, s.InsertObservations(ctx, obs[1:2]))
+
+	got, err := s.GetTrace(ctx, "proj", "dddd0000000000000000000000000000")
+	require.NoError(t, err)
+	assert.Len(t, got.Observations, 3)
+	assert.Len(t, got.ObservationIDs, 3)
+	assert.InDelta(t, 0.753, got.TotalCost, 1e-9)
+
+	traces, total, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	require.Len(t, traces, 1)
+	assert.InDelta(t, 0.753, traces[0].TotalCost, 1e-9)
+
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 3, page.Total)
+	assert.Len(t, page.Observations, 3)
+
+	sess, err := s.GetSession(ctx, "proj", "session-1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dddd0000000000000000000000000000"}, sess.TraceIDs)
+}
+
+func TestDeleteTracesHidesAtOnce(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	gone, kept := "de1e0000000000000000000000000000", "kee00000000000000000000000000000"
+	require.NoError(t, s.InsertObservations(ctx, append(traceOf("proj", gone, base), traceOf("proj", kept, base+10*second)...)))
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{
+		score("proj", "s-gone", gone), score("proj", "s-kept", kept),
+	}))
+
+	require.NoError(t, s.DeleteTraces(ctx, "proj", []string{gone}))
+
+	_, err := s.GetTrace(ctx, "proj", gone)
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+	_, err = s.GetObservation(ctx, "proj", "de1eroot")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+	traces, total, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, []string{kept}, traceIDs(traces))
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 3, page.Total)
+	scores, total, err := s.ListScores(ctx, chstore.ScoreFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, "s-kept", scores[0].ID)
+	sess, err := s.GetSession(ctx, "proj", "session-1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{kept}, sess.TraceIDs)
+
+	// A late span of a deleted trace stays hidden.
+	require.NoError(t, s.InsertObservations(ctx, traceOf("proj", gone, base)[:1]))
+	_, err = s.GetTrace(ctx, "proj", gone)
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	// The background mutation removes the stored rows.
+	require.Eventually(t, func() bool {
+		n, err := s.StoredObservationRows(ctx, "proj", gone)
+		require.NoError(t, err)
+		return n <= 1 // the late span may have arrived after the mutation
+	}, 30*time.Second, 200*time.Millisecond)
+}
+
+func score(project, id, trace string) chstore.Score {
+	return chstore.Score{
+		ProjectID: project, ID: id, Timestamp: base + 5*second, Name: "quality", Value: 0.9,
+		DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Environment: "production", TraceID: trace, Metadata: "{}",
+	}
+}
+
+func traceIDs(ts []chstore.Trace) []string {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+func TestProjectIsolation(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	shared := "5ade0000000000000000000000000000"
+	onlyA := "aaaa1111111111111111111111111111"
+	require.NoError(t, s.InsertObservations(ctx, append(traceOf("A", shared, base), traceOf("A", onlyA, base+second)...)))
+	bObs := traceOf("B", shared, base+time.Hour.Microseconds())
+	for i := range bObs {
+		bObs[i].UserID, bObs[i].SessionID = "", ""
+	}
+	bObs[0].UserID, bObs[0].SessionID = "user-b", "session-b"
+	require.NoError(t, s.InsertObservations(ctx, bObs))
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{score("A", "sa", onlyA), score("B", "sb", shared)}))
+
+	_, err := s.GetTrace(ctx, "B", onlyA)
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+	got, err := s.GetTrace(ctx, "B", shared)
+	require.NoError(t, err)
+	assert.Equal(t, "user-b", got.UserID)
+	for _, o := range got.Observations {
+		assert.Equal(t, "B", o.ProjectID)
+	}
+
+	traces, total, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "B"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, []string{shared}, traceIDs(traces))
+	_, total, err = s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "B", UserID: "user-1"})
+	require.NoError(t, err)
+	assert.Zero(t, total)
+
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "B", Page: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 3, page.Total)
+	for _, o := range page.Observations {
+		assert.Equal(t, "B", o.ProjectID)
+	}
+	_, err = s.GetObservation(ctx, "B", "aaaaroot")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	sessions, total, err := s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "B"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, "session-b", sessions[0].ID)
+	_, err = s.GetSession(ctx, "B", "session-1")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	scores, total, err := s.ListScores(ctx, chstore.ScoreFilter{ProjectID: "B"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, "sb", scores[0].ID)
+
+	// Deleting in B leaves A's trace with the same id alone.
+	require.NoError(t, s.DeleteTraces(ctx, "B", []string{shared}))
+	_, err = s.GetTrace(ctx, "A", shared)
+	require.NoError(t, err)
+}
+
+// listFixture stores 12 traces a minute apart: users alternate u0/u1/u2,
+// names alternate n0/n1, every third is in staging, every fourth has tag "vip".
+func listFixture(t *testing.T, s *chstore.Store) []string {
+	t.Helper()
+	var obs []model.Observation
+	var ids []string
+	for i := range 12 {
+		id := fmt.Sprintf("%04x", i) + "0000000000000000000000000000"
+		ids = append(ids, id)
+		env := "production"
+		if i%3 == 0 {
+			env = "staging"
+		}
+		tags := []string{"all"}
+		if i%4 == 0 {
+			tags = append(tags, "vip")
+		}
+		o := model.Observation{
+			ProjectID: "proj", TraceID: id, ID: id[:4] + "root", Type: model.TypeSpan, Name: "root",
+			StartTime: base + int64(i)*60*second, EndTime: base + int64(i)*60*second + second,
+			Environment: env, TraceName: fmt.Sprintf("n%d", i%2), UserID: fmt.Sprintf("u%d", i%3),
+			SessionID: fmt.Sprintf("s%d", i/4), Tags: tags, Release: fmt.Sprintf("r%d", i%2), Version: "v1",
+			IsRoot: true, Metadata: "{}", TraceMetadata: "{}",
+		}
+		child := o
+		child.ID, child.ParentID, child.IsRoot, child.Name = id[:4]+"kid", o.ID, false, "child"
+		child.StartTime += 100_000
+		child.TraceName, child.UserID, child.SessionID, child.Tags = "", "", "", nil
+		obs = append(obs, o, child)
+	}
+	require.NoError(t, s.InsertObservations(context.Background(), obs))
+	return ids
+}
+
+func TestListTracesFiltersAndPages(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	ids := listFixture(t, s)
+	minute := 60 * second
+
+	cases := []struct {
+		name string
+		f    chstore.TraceFilter
+		want []string // in list order
+	}{
+		{"all newest first", chstore.TraceFilter{}, reversed(ids)},
+		{"user", chstore.TraceFilter{UserID: "u1"}, []string{ids[10], ids[7], ids[4], ids[1]}},
+		{"name", chstore.TraceFilter{Name: "n0", Limit: 3}, []string{ids[10], ids[8], ids[6]}},
+		{"session", chstore.TraceFilter{SessionID: "s1"}, []string{ids[7], ids[6], ids[5], ids[4]}},
+		{"tags all", chstore.TraceFilter{Tags: []string{"vip", "all"}}, []string{ids[8], ids[4], ids[0]}},
+		{"tag missing", chstore.TraceFilter{Tags: []string{"vip", "none"}}, nil},
+		{"environment any", chstore.TraceFilter{Environment: []string{"staging", "other"}}, []string{ids[9], ids[6], ids[3], ids[0]}},
+		{"release", chstore.TraceFilter{Release: "r1", Version: "v1", Limit: 2}, []string{ids[11], ids[9]}},
+		{"window", chstore.TraceFilter{From: base + 2*minute, To: base + 5*minute}, []string{ids[4], ids[3], ids[2]}},
+		{"window and user", chstore.TraceFilter{From: base + 2*minute, To: base + 9*minute, UserID: "u0"}, []string{ids[6], ids[3]}},
+		{"order by id asc", chstore.TraceFilter{OrderBy: chstore.TraceOrder{Field: chstore.TraceOrderID}, Limit: 2}, ids[:2]},
+		{"order by user desc", chstore.TraceFilter{OrderBy: chstore.TraceOrder{Field: chstore.TraceOrderUserID, Desc: true}, Limit: 2}, []string{ids[11], ids[8]}},
+		{"second page", chstore.TraceFilter{Page: 2, Limit: 5}, reversed(ids)[5:10]},
+		{"last page", chstore.TraceFilter{Page: 3, Limit: 5}, reversed(ids)[10:]},
+		{"past the end", chstore.TraceFilter{Page: 4, Limit: 5}, nil},
+	}
+	wantTotals := map[string]int{
+		"all newest first": 12, "user": 4, "name": 6, "session": 4, "tags all": 3, "tag missing": 0,
+		"environment any": 4, "release": 6, "window": 3, "window and user": 2, "order by id asc": 12,
+		"order by user desc": 12, "second page": 12, "last page": 12, "past the end": 12,
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.ProjectID = "proj"
+			traces, total, err := s.ListTraces(ctx, tc.f)
+			require.NoError(t, err)
+			assert.Equal(t, wantTotals[tc.name], total)
+			if tc.want == nil {
+				tc.want = []string{}
+			}
+			assert.Equal(t, tc.want, traceIDs(traces))
+		})
+	}
+
+	traces, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj", UserID: "u2", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, traces, 1)
+	assert.Equal(t, "n1", traces[0].Name)
+	assert.Equal(t, []string{"all"}, traces[0].Tags)
+	assert.Equal(t, []string{"000broot", "000bkid"}, traces[0].ObservationIDs)
+	assert.InDelta(t, 1.0, traces[0].LatencySeconds, 1e-9)
+
+	_, _, err = s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj", OrderBy: chstore.TraceOrder{Field: "bookmarked"}})
+	require.ErrorIs(t, err, chstore.ErrInvalid)
+	_, _, err = s.ListTraces(ctx, chstore.TraceFilter{})
+	require.ErrorIs(t, err, chstore.ErrInvalid)
+}
+
+func reversed(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = id
+	}
+	return out
+}
+
+func TestListObservations(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	ids := listFixture(t, s)
+	minute := 60 * second
+
+	count := func(f chstore.ObservationFilter) int {
+		t.Helper()
+		f.ProjectID, f.Page = "proj", 1
+		page, err := s.ListObservations(ctx, f)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(page.Observations), page.Total)
+		return page.Total
+	}
+	assert.Equal(t, 24, count(chstore.ObservationFilter{}))
+	assert.Equal(t, 2, count(chstore.ObservationFilter{TraceID: ids[3]}))
+	assert.Equal(t, 12, count(chstore.ObservationFilter{Name: "child"}))
+	assert.Equal(t, 8, count(chstore.ObservationFilter{UserID: "u0"}), "children of u0's traces count too")
+	assert.Equal(t, 24, count(chstore.ObservationFilter{Type: model.TypeSpan}))
+	assert.Equal(t, 0, count(chstore.ObservationFilter{Type: model.TypeGeneration}))
+	assert.Equal(t, 1, count(chstore.ObservationFilter{ParentID: ids[5][:4] + "root"}))
+	assert.Equal(t, 8, count(chstore.ObservationFilter{Environment: []string{"staging"}}))
+	assert.Equal(t, 4, count(chstore.ObservationFilter{From: base + 2*minute, To: base + 4*minute}))
+	assert.Equal(t, 24, count(chstore.ObservationFilter{Version: "v1"}))
+
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 2, Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, page.Observations, 5)
+	assert.Equal(t, ids[9][:4]+"root", page.Observations[0].ID, "newest start first: 11kid 11root 10kid 10root 9kid | 9root")
+
+	// Cursor mode walks every observation exactly once.
+	seen := map[string]bool{}
+	var cursor *chstore.ObservationCursor
+	for range 10 {
+		page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Limit: 7, Cursor: cursor})
+		require.NoError(t, err)
+		assert.Equal(t, -1, page.Total)
+		for _, o := range page.Observations {
+			assert.False(t, seen[o.ID], o.ID)
+			seen[o.ID] = true
+		}
+		if page.Next == nil {
+			break
+		}
+		cursor = page.Next
+	}
+	assert.Len(t, seen, 24)
+
+	o, err := s.GetObservation(ctx, "proj", ids[2][:4]+"kid")
+	require.NoError(t, err)
+	assert.Equal(t, ids[2], o.TraceID)
+	_, err = s.GetObservation(ctx, "proj", "missing")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+}
+
+func TestSessions(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	ids := listFixture(t, s)
+	minute := 60 * second
+
+	sessions, total, err := s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, total)
+	require.Len(t, sessions, 3)
+	assert.Equal(t, "s2", sessions[0].ID)
+	assert.Equal(t, base+8*minute, sessions[0].CreatedAt)
+	assert.Equal(t, "production", sessions[0].Environment)
+
+	sessions, total, err = s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "proj", Environment: []string{"staging"}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total, "only s0 starts with a staging trace")
+	assert.Equal(t, "s0", sessions[0].ID)
+
+	sessions, total, err = s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "proj", From: base + 4*minute, To: base + 8*minute, Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	assert.Equal(t, "s1", sessions[0].ID)
+
+	sess, err := s.GetSession(ctx, "proj", "s1")
+	require.NoError(t, err)
+	assert.Equal(t, ids[4:8], sess.TraceIDs)
+	assert.Equal(t, base+4*minute, sess.CreatedAt)
+}
+
+func TestScores(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	trace := "5c0e0000000000000000000000000000"
+	numeric := score("proj", "n1", trace)
+	categorical := chstore.Score{
+		ProjectID: "proj", ID: "c1", Timestamp: base + 6*second, Name: "tone", Value: 1, StringValue: "friendly",
+		DataType: chstore.ScoreCategorical, Source: chstore.SourceAnnotation, ConfigID: "cfg-1", Comment: "ok",
+		Metadata: `{"by":"qa"}`, Environment: "production", TraceID: trace, ObservationID: "5c0egen",
+	}
+	session := chstore.Score{
+		ProjectID: "proj", ID: "b1", Timestamp: base + 7*second, Name: "resolved", Value: 1,
+		DataType: chstore.ScoreBoolean, Source: chstore.SourceEval, Environment: "staging", SessionID: "session-1",
+	}
+	run := chstore.Score{
+		ProjectID: "proj", ID: "r1", Timestamp: base + 8*second, Name: "accuracy", Value: 0.5,
+		DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Environment: "production", DatasetRunID: "run-1",
+	}
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{numeric, categorical, session, run}))
+
+	list := func(f chstore.ScoreFilter) []string {
+		t.Helper()
+		f.ProjectID = "proj"
+		scores, _, err := s.ListScores(ctx, f)
+		require.NoError(t, err)
+		ids := []string{}
+		for _, sc := range scores {
+			ids = append(ids, sc.ID)
+		}
+		return ids
+	}
+	assert.Equal(t, []string{"r1", "b1", "c1", "n1"}, list(chstore.ScoreFilter{}))
+	assert.Equal(t, []string{"c1", "n1"}, list(chstore.ScoreFilter{TraceID: trace}))
+	assert.Equal(t, []string{"c1"}, list(chstore.ScoreFilter{ObservationID: "5c0egen"}))
+	assert.Equal(t, []string{"b1"}, list(chstore.ScoreFilter{SessionID: "session-1"}))
+	assert.Equal(t, []string{"r1"}, list(chstore.ScoreFilter{DatasetRunID: "run-1"}))
+	assert.Equal(t, []string{"c1"}, list(chstore.ScoreFilter{Source: chstore.SourceAnnotation, ConfigID: "cfg-1"}))
+	assert.Equal(t, []string{"b1"}, list(chstore.ScoreFilter{DataType: chstore.ScoreBoolean}))
+	assert.Equal(t, []string{"r1", "c1", "n1"}, list(chstore.ScoreFilter{Environment: []string{"production"}}))
+	assert.Equal(t, []string{"b1", "c1"}, list(chstore.ScoreFilter{From: base + 6*second, To: base + 8*second}))
+	assert.Equal(t, []string{"b1"}, list(chstore.ScoreFilter{Page: 2, Limit: 1}))
+
+	// Writing the same id again replaces the score on read.
+	numeric.Value, numeric.Name = 0.1, "quality-v2"
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{numeric}))
+	assert.Equal(t, []string{"n1"}, list(chstore.ScoreFilter{Name: "quality-v2"}))
+	assert.Empty(t, list(chstore.ScoreFilter{Name: "quality"}))
+	scores, total, err := s.ListScores(ctx, chstore.ScoreFilter{ProjectID: "proj", TraceID: trace})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total)
+	got := scores[1]
+	got.StoredAt = 0
+	assert.Equal(t, numeric, got)
+	assert.Equal(t, categorical.Metadata, scores[0].Metadata)
+
+	err = s.InsertScores(ctx, []chstore.Score{{ProjectID: "proj", ID: "x", Name: "n", DataType: chstore.ScoreNumeric, TraceID: "t", SessionID: "s"}})
+	require.ErrorIs(t, err, chstore.ErrInvalid)
+	assert.True(t, chstore.Permanent(err))
+}
+
+func TestInvalidObservationsAreRejected(t *testing.T) {
+	s := chtest.Store(t)
+	err := s.InsertObservations(context.Background(), []model.Observation{{ProjectID: "p", TraceID: "t"}})
+	require.ErrorIs(t, err, chstore.ErrInvalid)
+	assert.True(t, chstore.Permanent(err))
+	_, err = s.GetTrace(context.Background(), "", "t")
+	require.ErrorIs(t, err, chstore.ErrInvalid)
+}
+
+func TestConcurrentMigrate(t *testing.T) {
+	cfg := chtest.Config(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := chstore.Open(ctx, cfg)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			// Half of them also add a column in a further version.
+			if i%2 == 0 {
+				errs[i] = s.Migrate(ctx)
+			} else {
+				errs[i] = s.MigrateAddingColumn(ctx, "extra_note", "String DEFAULT ''")
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+
+	s, err := chstore.Open(ctx, cfg)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.MigrateAddingColumn(ctx, "extra_note", "String DEFAULT ''"), "a second run finds nothing to do")
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2), v)
+	n, err := s.ColumnCount(ctx, "observations", "extra_note")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+
+	// The schema works after the race.
+	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "c0c0000000000000000000000000000c", base)))
+	_, err = s.GetTrace(ctx, "p", "c0c0000000000000000000000000000c")
+	require.NoError(t, err)
+}

@@ -1,0 +1,357 @@
+package chstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Trace order fields, in the Langfuse API's spelling.
+const (
+	TraceOrderTimestamp = "timestamp"
+	TraceOrderID        = "id"
+	TraceOrderName      = "name"
+	TraceOrderUserID    = "userId"
+	TraceOrderSessionID = "sessionId"
+	TraceOrderRelease   = "release"
+	TraceOrderVersion   = "version"
+	TraceOrderPublic    = "public"
+)
+
+// TraceOrder sorts a trace list; the zero value means newest first.
+type TraceOrder struct {
+	Field string // one of the TraceOrder* constants
+	Desc  bool
+}
+
+// TraceFilter selects a project's traces. Zero-valued fields do not filter.
+type TraceFilter struct {
+	ProjectID string
+	UserID    string
+	Name      string
+	SessionID string
+	// Tags must all be present on the trace.
+	Tags []string
+	// From (inclusive) and To (exclusive) bound the trace timestamp, Unix µs.
+	From int64
+	To   int64
+	// Environment matches any of the listed environments.
+	Environment []string
+	Release     string
+	Version     string
+	OrderBy     TraceOrder
+	// Page is 1-based; Limit defaults to 50.
+	Page  int
+	Limit int
+}
+
+const defaultLimit = 50
+
+// traceLookback is how much earlier than a window's start the spans of a
+// trace are read to find its true start. A trace whose first span began longer
+// before the window than this may be listed with a later timestamp.
+const traceLookback = time.Hour
+
+// traceExpr is one trace-level field as an aggregate over the trace's rows.
+type traceExpr struct{ alias, expr string }
+
+// Trace-level fields. Each gives the same value when a row is stored twice, so
+// queries that only select, filter or sort by them need no dedupe.
+var (
+	exprStart       = traceExpr{"t_start", "min(start_time_us)"}
+	exprEnd         = traceExpr{"t_end", "max(greatest(end_time_us, start_time_us))"}
+	exprName        = traceExpr{"t_name", "if((argMaxIf(trace_name, start_time_us, trace_name != '') AS t_name_set) != '', t_name_set, argMinIf(name, start_time_us, is_root = 1))"}
+	exprUserID      = latestSet("t_user_id", "user_id")
+	exprSessionID   = latestSet("t_session_id", "session_id")
+	exprRelease     = latestSet("t_release", "release")
+	exprVersion     = latestSet("t_version", "version")
+	exprInput       = latestSet("t_input", "trace_input")
+	exprOutput      = latestSet("t_output", "trace_output")
+	exprEnvironment = traceExpr{"t_environment", "argMin(environment, start_time_us)"}
+	exprTags        = traceExpr{"t_tags", "arraySort(groupUniqArrayArray(tags))"}
+	exprPublic      = traceExpr{"t_public", "max(public)"}
+	// Metadata objects in start order; Go merges them (no JSON functions on 18.16).
+	exprMetadata = traceExpr{"t_metadata", "arrayMap(m -> m.2, arraySort(m -> m.1, groupArrayIf((start_time_us, trace_metadata), trace_metadata != '{}')))"}
+
+	// These count rows, so they run over deduplicated rows only.
+	exprTotalCost = traceExpr{"t_total_cost", "sum(total_cost)"}
+	exprObsIDs    = traceExpr{"t_observation_ids", "arrayMap(o -> o.2, arraySort(groupArray((start_time_us, id))))"}
+	exprCreated   = traceExpr{"t_created", "min(event_ts)"}
+	exprUpdated   = traceExpr{"t_updated", "max(event_ts)"}
+)
+
+func latestSet(alias, column string) traceExpr {
+	return traceExpr{alias, fmt.Sprintf("argMaxIf(%s, start_time_us, %s != '')", column, column)}
+}
+
+var traceOrderExprs = map[string]traceExpr{
+	TraceOrderTimestamp: exprStart,
+	TraceOrderID:        {"trace_id", ""},
+	TraceOrderName:      exprName,
+	TraceOrderUserID:    exprUserID,
+	TraceOrderSessionID: exprSessionID,
+	TraceOrderRelease:   exprRelease,
+	TraceOrderVersion:   exprVersion,
+	TraceOrderPublic:    exprPublic,
+}
+
+// traceDetailExprs are selected, in this order, by traceDetails.
+var traceDetailExprs = []traceExpr{
+	exprStart, exprEnd, exprName, exprUserID, exprSessionID, exprRelease, exprVersion,
+	exprInput, exprOutput, exprEnvironment, exprTags, exprPublic, exprMetadata,
+	exprTotalCost, exprObsIDs, exprCreated, exprUpdated,
+}
+
+// traceDetailColumns are the observation columns traceDetailExprs read.
+const traceDetailColumns = "trace_id, id, name, start_time_us, end_time_us, trace_name, is_root, user_id, session_id, " +
+	"release, version, trace_input, trace_output, environment, tags, public, trace_metadata, total_cost, event_ts"
+
+func selectList(exprs []traceExpr) string {
+	parts := make([]string, 0, len(exprs))
+	for _, e := range exprs {
+		if e.expr == "" {
+			continue
+		}
+		parts = append(parts, e.expr+" AS "+e.alias)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// notDeleted excludes tombstoned traces. GLOBAL makes the tombstone set come
+// from the whole cluster when tables are Distributed; on one node it is a
+// plain subquery.
+func (s *Store) notDeleted(w *where, projectID string) {
+	w.add("trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)", projectID)
+}
+
+// ListTraces returns one page of a project's traces and the number of traces
+// that match the filter.
+func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, error) {
+	if f.ProjectID == "" {
+		return nil, 0, fmt.Errorf("%w: project id is required", ErrInvalid)
+	}
+	order := f.OrderBy
+	if order.Field == "" {
+		order = TraceOrder{Field: TraceOrderTimestamp, Desc: true}
+	}
+	orderExpr, ok := traceOrderExprs[order.Field]
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: cannot order traces by %q", ErrInvalid, order.Field)
+	}
+
+	rows := &where{}
+	rows.add("project_id = ?", f.ProjectID)
+	if f.From > 0 {
+		rows.add("start_time >= toDateTime(?)", f.From/1e6-int64(traceLookback/time.Second))
+	}
+	if f.To > 0 {
+		rows.add("start_time < toDateTime(?) AND start_time_us < ?", ceilSeconds(f.To), f.To)
+	}
+	s.notDeleted(rows, f.ProjectID)
+
+	exprs := []traceExpr{exprStart, orderExpr}
+	having := &where{}
+	if f.From > 0 {
+		having.add("t_start >= ?", f.From)
+	}
+	for _, c := range []struct {
+		value string
+		expr  traceExpr
+	}{{f.UserID, exprUserID}, {f.Name, exprName}, {f.SessionID, exprSessionID}, {f.Release, exprRelease}, {f.Version, exprVersion}} {
+		if c.value != "" {
+			exprs = append(exprs, c.expr)
+			having.add(c.expr.alias+" = ?", c.value)
+		}
+	}
+	if len(f.Tags) > 0 {
+		exprs = append(exprs, exprTags)
+		having.add("hasAll(t_tags, ?)", f.Tags)
+	}
+	if len(f.Environment) > 0 {
+		exprs = append(exprs, exprEnvironment)
+		having.add("has(?, t_environment)", f.Environment)
+	}
+	grouped := fmt.Sprintf("SELECT trace_id, %s FROM %s WHERE %s GROUP BY trace_id",
+		selectList(dedupeExprs(exprs)), s.ddl.name(observationsTable), rows)
+	args := rows.args
+	if len(having.conds) > 0 {
+		grouped += " HAVING " + having.String()
+		args = append(args, having.args...)
+	}
+
+	var total uint64
+	err := s.query(ctx, "SELECT count() FROM ("+grouped+") AS matching", args, func(r rowScanner) error { return r.Scan(&total) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("count traces: %w", err)
+	}
+	if total == 0 {
+		return []Trace{}, 0, nil
+	}
+
+	dir := " ASC"
+	if order.Desc {
+		dir = " DESC"
+	}
+	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
+	page := "SELECT trace_id, t_start FROM (" + grouped + ") AS matching ORDER BY " + orderExpr.alias + dir + ", trace_id" + dir + " LIMIT ?, ?"
+	var ids []string
+	earliest := int64(-1)
+	err = s.query(ctx, page, append(args, offset, limit), func(r rowScanner) error {
+		var (
+			id    string
+			start int64
+		)
+		if err := r.Scan(&id, &start); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		if earliest < 0 || start < earliest {
+			earliest = start
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list traces: %w", err)
+	}
+	if len(ids) == 0 {
+		return []Trace{}, int(total), nil
+	}
+	details, err := s.traceDetails(ctx, f.ProjectID, ids, earliest/1e6, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	traces := make([]Trace, 0, len(ids))
+	for _, id := range ids {
+		if t, ok := details[id]; ok {
+			traces = append(traces, t)
+		}
+	}
+	return traces, int(total), nil
+}
+
+// dedupeExprs drops repeated expressions while keeping order.
+func dedupeExprs(exprs []traceExpr) []traceExpr {
+	seen := map[string]bool{}
+	out := exprs[:0:0]
+	for _, e := range exprs {
+		if !seen[e.alias] && e.expr != "" {
+			seen[e.alias] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func ceilSeconds(us int64) int64 { return (us + 999_999) / 1e6 }
+
+// traceDetails derives the full Trace for each id from its deduplicated rows.
+// fromSec and toSec (0 = open) bound start_time so the primary key narrows the read.
+func (s *Store) traceDetails(ctx context.Context, projectID string, ids []string, fromSec, toSec int64) (map[string]Trace, error) {
+	w := &where{}
+	w.add("project_id = ?", projectID)
+	w.add("start_time >= toDateTime(?)", fromSec)
+	if toSec > 0 {
+		w.add("start_time < toDateTime(?)", toSec)
+	}
+	w.add("trace_id IN "+placeholders(len(ids)), anySlice(ids)...)
+	query := fmt.Sprintf("SELECT trace_id, %s FROM (SELECT %s FROM %s WHERE %s ORDER BY event_ts DESC LIMIT 1 BY trace_id, id) AS rows GROUP BY trace_id",
+		selectList(traceDetailExprs), traceDetailColumns, s.ddl.name(observationsTable), w)
+	out := make(map[string]Trace, len(ids))
+	err := s.query(ctx, query, w.args, func(r rowScanner) error {
+		var (
+			t         = Trace{ProjectID: projectID}
+			end       int64
+			public    uint8
+			metadata  []string
+			createdAt uint64
+			updatedAt uint64
+		)
+		err := r.Scan(&t.ID, &t.Timestamp, &end, &t.Name, &t.UserID, &t.SessionID, &t.Release, &t.Version,
+			&t.Input, &t.Output, &t.Environment, &t.Tags, &public, &metadata,
+			&t.TotalCost, &t.ObservationIDs, &createdAt, &updatedAt)
+		if err != nil {
+			return err
+		}
+		t.Public = public == 1
+		t.Metadata = mergeJSONObjects(metadata)
+		t.LatencySeconds = float64(end-t.Timestamp) / 1e6
+		t.CreatedAt, t.UpdatedAt = int64(createdAt), int64(updatedAt)
+		out[t.ID] = t
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read traces: %w", err)
+	}
+	return out, nil
+}
+
+// mergeJSONObjects merges JSON object texts in order, later keys winning.
+// Texts that are not JSON objects are skipped.
+func mergeJSONObjects(texts []string) string {
+	merged := map[string]json.RawMessage{}
+	for _, text := range texts {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(text), &obj) != nil {
+			continue
+		}
+		for k, v := range obj {
+			merged[k] = v
+		}
+	}
+	out, err := json.Marshal(merged)
+	if err != nil {
+		return "{}"
+	}
+	return string(out)
+}
+
+// GetTrace returns a trace with its observations, or ErrNotFound.
+func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceWithObservations, error) {
+	if projectID == "" || traceID == "" {
+		return TraceWithObservations{}, fmt.Errorf("%w: project id and trace id are required", ErrInvalid)
+	}
+	fromSec, toSec, err := s.traceSpan(ctx, projectID, traceID)
+	if err != nil {
+		return TraceWithObservations{}, err
+	}
+	details, err := s.traceDetails(ctx, projectID, []string{traceID}, fromSec, toSec)
+	if err != nil {
+		return TraceWithObservations{}, err
+	}
+	t, ok := details[traceID]
+	if !ok {
+		return TraceWithObservations{}, fmt.Errorf("trace %s: %w", traceID, ErrNotFound)
+	}
+	w := &where{}
+	w.add("project_id = ?", projectID)
+	w.add("start_time >= toDateTime(?) AND start_time < toDateTime(?)", fromSec, toSec)
+	w.add("trace_id = ?", traceID)
+	obs, err := s.observations(ctx, w, "start_time_us, id", 0, 0)
+	if err != nil {
+		return TraceWithObservations{}, err
+	}
+	return TraceWithObservations{Trace: t, Observations: obs}, nil
+}
+
+// traceSpan looks up the days a trace's spans started on, as a Unix-second
+// range [from, to) that narrows the observations primary key.
+func (s *Store) traceSpan(ctx context.Context, projectID, traceID string) (fromSec, toSec int64, err error) {
+	w := &where{}
+	w.add("project_id = ? AND trace_id = ?", projectID, traceID)
+	s.notDeleted(w, projectID)
+	var (
+		n             uint64
+		first, latest time.Time
+	)
+	err = s.query(ctx, "SELECT count(), min(day), max(day) FROM "+s.ddl.name(traceIndexTable)+" WHERE "+w.String(), w.args,
+		func(r rowScanner) error { return r.Scan(&n, &first, &latest) })
+	if err != nil {
+		return 0, 0, fmt.Errorf("look up trace %s: %w", traceID, err)
+	}
+	if n == 0 {
+		return 0, 0, fmt.Errorf("trace %s: %w", traceID, ErrNotFound)
+	}
+	return first.Unix(), latest.Unix() + 24*60*60, nil
+}

@@ -1,0 +1,77 @@
+// Package chtest gives tests a migrated chstore.Store in a database of their own.
+package chtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+)
+
+// DSNEnv names the environment variable with the test server's DSN,
+// e.g. clickhouse://127.0.0.1:19000.
+const DSNEnv = "GLASSBOX_TEST_CLICKHOUSE_DSN"
+
+// DSN returns the test server's DSN. Without one the test is skipped, or
+// fails when CI=true, because CI must never skip.
+func DSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(DSNEnv)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set; CI runs every ClickHouse test", DSNEnv)
+		}
+		t.Skipf("%s is not set; start a server with scripts/clickhouse.sh", DSNEnv)
+	}
+	return dsn
+}
+
+// Config returns a store configuration for a fresh, uniquely named database
+// that is dropped when the test ends. Nothing is created yet.
+func Config(t testing.TB) chstore.Config {
+	t.Helper()
+	cfg := chstore.Config{DSN: DSN(t), Database: uniqueName(), QueryTimeout: 30 * time.Second}
+	t.Cleanup(func() { dropDatabase(t, cfg) })
+	return cfg
+}
+
+// Store returns a store on a fresh, migrated database that is dropped when
+// the test ends.
+func Store(t testing.TB) *chstore.Store {
+	t.Helper()
+	cfg := Config(t)
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open clickhouse: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return s
+}
+
+func uniqueName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "test_" + hex.EncodeToString(b)
+}
+
+func dropDatabase(t testing.TB, cfg chstore.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		t.Errorf("drop test database %s: %v", cfg.Database, err)
+		return
+	}
+	defer s.Close()
+	if err := s.DropDatabase(ctx); err != nil {
+		t.Errorf("drop test database %s: %v", cfg.Database, err)
+	}
+}
