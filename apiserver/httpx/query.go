@@ -90,20 +90,20 @@ func (q Query) Bool(name string) (*bool, error) {
 	return &b, nil
 }
 
-// Time returns name as an instant; the zero time when absent. It accepts
-// ISO 8601 date-times with a zone (2024-05-01T12:00:00Z,
+// Micros returns name as Unix microseconds, the stores' time unit; 0 when
+// absent. It accepts ISO 8601 date-times with a zone (2024-05-01T12:00:00Z,
 // 2024-05-01T14:00:00.5+02:00) and plain dates (midnight UTC).
-func (q Query) Time(name string) (time.Time, error) {
+func (q Query) Micros(name string) (int64, error) {
 	raw := q.values.Get(name)
 	if raw == "" {
-		return time.Time{}, nil
+		return 0, nil
 	}
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
 		if t, err := time.Parse(layout, raw); err == nil {
-			return t.UTC(), nil
+			return t.UnixMicro(), nil
 		}
 	}
-	return time.Time{}, BadRequest("Invalid query parameter %s=%q: expected an ISO 8601 date-time such as 2024-05-01T12:00:00Z", name, raw)
+	return 0, BadRequest("Invalid query parameter %s=%q: expected an ISO 8601 date-time such as 2024-05-01T12:00:00Z", name, raw)
 }
 
 // OneOf returns name when it is one of allowed, "" when absent.
@@ -113,6 +113,18 @@ func (q Query) OneOf(name string, allowed []string) (string, error) {
 		return raw, nil
 	}
 	return "", BadRequest("Invalid query parameter %s=%q: expected one of %s", name, raw, strings.Join(allowed, ", "))
+}
+
+// Unsupported returns a 400 naming the first of names that was sent: a
+// parameter this server does not implement is refused rather than ignored,
+// so a client never mistakes an unfiltered answer for a filtered one.
+func (q Query) Unsupported(names ...string) error {
+	for _, name := range names {
+		if q.values.Has(name) {
+			return BadRequest("Query parameter %s is not supported by this server", name)
+		}
+	}
+	return nil
 }
 
 // Order is a sort field and direction.

@@ -58,22 +58,21 @@ func TestNewList(t *testing.T) {
 	assert.Equal(t, int64(0), NewList([]int{}, Page{Number: 1, Limit: 50}, 0).Meta.TotalPages)
 }
 
-func TestTime(t *testing.T) {
+func TestMicros(t *testing.T) {
 	for raw, want := range map[string]time.Time{
 		"2024-05-01T12:00:00Z":          time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC),
 		"2024-05-01T14:00:00.5%2B02:00": time.Date(2024, 5, 1, 12, 0, 0, 5e8, time.UTC),
 		"2024-05-01":                    time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC),
 	} {
-		got, err := query("/x?fromTimestamp=" + raw).Time("fromTimestamp")
+		got, err := query("/x?fromTimestamp=" + raw).Micros("fromTimestamp")
 		require.NoError(t, err, raw)
-		assert.True(t, want.Equal(got), "%s: got %v", raw, got)
-		assert.Equal(t, time.UTC, got.Location())
+		assert.Equal(t, want.UnixMicro(), got, raw)
 	}
-	got, err := query("/x").Time("fromTimestamp")
+	got, err := query("/x").Micros("fromTimestamp")
 	require.NoError(t, err)
-	assert.True(t, got.IsZero())
+	assert.Zero(t, got)
 	for _, raw := range []string{"yesterday", "2024-05-01T12:00:00", "1714564800"} {
-		_, err := query("/x?toTimestamp=" + raw).Time("toTimestamp")
+		_, err := query("/x?toTimestamp=" + raw).Micros("toTimestamp")
 		badParam(t, err, "toTimestamp")
 	}
 }
@@ -108,6 +107,9 @@ func TestScalars(t *testing.T) {
 	_, err = q.Bool("bad")
 	badParam(t, err, "bad")
 
+	require.NoError(t, q.Unsupported("filter", "absent"))
+	badParam(t, q.Unsupported("absent", "flag"), "flag")
+
 	v, err := q.OneOf("type", []string{"SPAN", "EVENT"})
 	require.NoError(t, err)
 	assert.Equal(t, "SPAN", v)
@@ -127,6 +129,8 @@ func TestValues(t *testing.T) {
 	assert.Nil(t, OptionalMicros(0))
 	assert.Nil(t, OptionalTime(time.Time{}))
 	assert.Nil(t, OptionalString(""))
+	assert.Equal(t, []int{}, NonNil[int](nil))
+	assert.Equal(t, []int{1}, NonNil([]int{1}))
 
 	assert.JSONEq(t, `{"a":1}`, string(JSONValue(`{"a":1}`)))
 	assert.JSONEq(t, `"plain text"`, string(JSONValue("plain text")))

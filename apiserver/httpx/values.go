@@ -89,3 +89,11 @@ func OptionalString(s string) *string {
 	}
 	return &s
 }
+
+// NonNil is s, or an empty slice (JSON []) when s is nil.
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -274,7 +274,8 @@ func (g *generator) object(t reflect.Type) map[string]any {
 }
 
 // fields collects the JSON properties of struct t, flattening embedded
-// structs as encoding/json does.
+// structs as encoding/json does. The fields of an embedded pointer are
+// optional: encoding/json omits them all when the pointer is nil.
 func (g *generator) fields(t reflect.Type, props map[string]any, required *[]string) {
 	for f := range t.Fields() {
 		tag := f.Tag.Get("json")
@@ -282,9 +283,16 @@ func (g *generator) fields(t reflect.Type, props map[string]any, required *[]str
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			g.fields(f.Type, props, required)
-			continue
+		if f.Anonymous && name == "" {
+			switch {
+			case f.Type.Kind() == reflect.Struct:
+				g.fields(f.Type, props, required)
+				continue
+			case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+				var optional []string
+				g.fields(f.Type.Elem(), props, &optional)
+				continue
+			}
 		}
 		if name == "" {
 			name = f.Name

@@ -1,0 +1,127 @@
+package apiserver // import "github.com/glassbox-dev/glassbox/apiserver"
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+)
+
+// Config configures the API server, standalone (YAML file) and embedded in
+// the collector (the glassbox_api extension) alike.
+type Config struct {
+	// Listen is the host:port the server listens on. The standalone server
+	// requires it; in the collector it is optional, since the ingest receiver
+	// already hands every path it does not own to the extension.
+	Listen string `mapstructure:"listen"`
+
+	// PublicURL is the base URL users reach Glassbox at; its path prefix (if
+	// any) starts the htmlPath of traces. Empty means served at the root.
+	PublicURL string `mapstructure:"public_url"`
+
+	ControlPlane ControlPlaneConfig `mapstructure:"control_plane"`
+	ClickHouse   ClickHouseConfig   `mapstructure:"clickhouse"`
+
+	// InitFromEnv creates the organization, project and key pair named by the
+	// GLASSBOX_INIT_* variables at start (idempotent).
+	InitFromEnv bool `mapstructure:"init_from_env"`
+
+	// MaxRequestBodyBytes bounds request bodies; larger ones get 413.
+	MaxRequestBodyBytes int64 `mapstructure:"max_request_body_bytes"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// ControlPlaneConfig says where organizations, projects and keys live.
+type ControlPlaneConfig struct {
+	// DSN is sqlite://path (embedded, the default) or postgres://... .
+	DSN string `mapstructure:"dsn"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// ClickHouseConfig says where the trace data lives; it must match the
+// exporter's, since both read and write the same tables.
+type ClickHouseConfig struct {
+	// DSN is a native-protocol DSN, e.g. clickhouse://user:pass@host:9000.
+	DSN      string `mapstructure:"dsn"`
+	Database string `mapstructure:"database"`
+	// Cluster and ReplicatedEngines select the clustered schema (see the exporter).
+	Cluster           string        `mapstructure:"cluster"`
+	ReplicatedEngines bool          `mapstructure:"replicated_engines"`
+	QueryTimeout      time.Duration `mapstructure:"query_timeout"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Defaults of a Config.
+const (
+	DefaultListen          = "127.0.0.1:3000"
+	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
+	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
+	defaultMaxBodyBytes    = 1 << 20
+)
+
+// NewDefaultConfig returns the configuration of a local single-node install.
+func NewDefaultConfig() Config {
+	return Config{
+		Listen:              DefaultListen,
+		ControlPlane:        ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
+		ClickHouse:          ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
+		MaxRequestBodyBytes: defaultMaxBodyBytes,
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.Listen != "" {
+		if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("listen: %w", err))
+		}
+	}
+	if cfg.PublicURL != "" {
+		if u, err := url.Parse(cfg.PublicURL); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("public_url %q: expected an absolute URL such as https://glassbox.example.com", cfg.PublicURL))
+		}
+	}
+	if cfg.ControlPlane.DSN == "" {
+		errs = append(errs, errors.New("control_plane.dsn is required"))
+	}
+	if err := cfg.ClickHouse.storeConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("clickhouse: %w", err))
+	}
+	if cfg.MaxRequestBodyBytes <= 0 {
+		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// htmlPathPrefix is the path of PublicURL without a trailing slash.
+func (cfg *Config) htmlPathPrefix() string {
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil {
+		return ""
+	}
+	p := u.EscapedPath()
+	for len(p) > 0 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+func (c ClickHouseConfig) storeConfig() chstore.Config {
+	return chstore.Config{
+		DSN:               c.DSN,
+		Database:          c.Database,
+		Cluster:           c.Cluster,
+		ReplicatedEngines: c.ReplicatedEngines,
+		QueryTimeout:      c.QueryTimeout,
+	}
+}

@@ -1,0 +1,201 @@
+// Package apiserver is Glassbox's REST API: the Langfuse public API that the
+// SDKs and existing scripts speak, over the control plane store and
+// ClickHouse. It runs standalone (cmd/glassbox-api) and embedded in the
+// collector (extension/apiserverextension); both build it with New.
+package apiserver // import "github.com/glassbox-dev/glassbox/apiserver"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/apiserver/health"
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/observations"
+	"github.com/glassbox-dev/glassbox/apiserver/openapi"
+	"github.com/glassbox-dev/glassbox/apiserver/projects"
+	"github.com/glassbox-dev/glassbox/apiserver/sessions"
+	"github.com/glassbox-dev/glassbox/apiserver/traces"
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+// Version is reported by the health route; release builds set it with
+// -ldflags "-X github.com/glassbox-dev/glassbox/apiserver.Version=...".
+var Version = "0.1.0"
+
+// Server is the API over its two stores. Handler serves it; Verify checks
+// API keys against the same control plane store, for the collector's
+// authenticator.
+type Server struct {
+	controlPlane *controlplane.Store
+	clickhouse   *chstore.Store
+	routes       []httpx.Route
+	handler      http.Handler
+}
+
+var _ apikey.Verifier = (*Server)(nil)
+
+// New opens the stores, brings both schemas up to date, applies headless
+// initialisation when configured, and builds the routes. Close releases
+// the stores.
+func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Open(ctx, cfg.ControlPlane.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.InitFromEnv {
+		if err := cp.InitFromEnv(ctx, os.Getenv); err != nil {
+			return nil, errors.Join(err, cp.Close())
+		}
+	}
+	ch, err := chstore.Open(ctx, cfg.ClickHouse.storeConfig())
+	if err != nil {
+		return nil, errors.Join(err, cp.Close())
+	}
+	// The server may start before any collector has written, so it creates
+	// the tables it reads; migrations are idempotent.
+	if err := ch.Migrate(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("migrate clickhouse: %w", err), ch.Close(), cp.Close())
+	}
+	s := &Server{controlPlane: cp, clickhouse: ch}
+	s.routes = Routes(cfg, cp, ch, logger)
+	s.handler, err = httpx.NewRouter(s.routes, httpx.Options{
+		Verifier:     cp,
+		Logger:       logger,
+		MaxBodyBytes: cfg.MaxRequestBodyBytes,
+	})
+	if err != nil {
+		return nil, errors.Join(err, ch.Close(), cp.Close())
+	}
+	return s, nil
+}
+
+// Routes is the route table of the API over the given stores; the router
+// serves it and the OpenAPI document describes it.
+func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.Logger) []httpx.Route {
+	var routes []httpx.Route
+	routes = append(routes, health.Routes(Version, []health.Dependency{
+		{Name: "ClickHouse", Pinger: ch},
+		{Name: "Control plane store", Pinger: controlPlanePinger{cp}},
+	}, logger)...)
+	routes = append(routes, projects.Routes(cp)...)
+	routes = append(routes, traces.Routes(ch, cfg.htmlPathPrefix())...)
+	routes = append(routes, observations.Routes(ch)...)
+	routes = append(routes, sessions.Routes(ch)...)
+	return append(routes, openapi.Route(routes, Version))
+}
+
+// Handler serves the API: every /api/public route, and JSON 404s for any
+// other path.
+func (s *Server) Handler() http.Handler {
+	return s.handler
+}
+
+// RouteTable returns the routes Handler serves.
+func (s *Server) RouteTable() []httpx.Route {
+	return s.routes
+}
+
+// Verify implements apikey.Verifier against the control plane store.
+func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
+	return s.controlPlane.Verify(ctx, publicKey, secretKey)
+}
+
+// Close releases both stores.
+func (s *Server) Close() error {
+	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
+}
+
+// probeKey is a public key no key pair can have (the store's keys start
+// with pk-lf-), used to check that the store answers.
+const probeKey = "glassbox-health-probe"
+
+// controlPlanePinger checks the control plane store with a key lookup: a
+// reachable store refuses the probe key as invalid, an unreachable one fails.
+type controlPlanePinger struct {
+	store apikey.Verifier
+}
+
+func (p controlPlanePinger) Ping(ctx context.Context) error {
+	_, err := p.store.Verify(ctx, probeKey, probeKey)
+	if errors.Is(err, apikey.ErrInvalidCredentials) {
+		return nil
+	}
+	if err == nil {
+		return errors.New("the health probe key verified")
+	}
+	return err
+}
+
+// Listener serves a handler on its own port until Shutdown.
+type Listener struct {
+	server *http.Server
+	addr   net.Addr
+	done   chan error
+}
+
+// Timeouts of the server's own listener. Reads of large traces can take a
+// while; slow clients cannot hold connections open forever.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 60 * time.Second
+	writeTimeout      = 120 * time.Second
+	idleTimeout       = 120 * time.Second
+)
+
+// Listen binds addr at once, so a taken port fails here, and serves h in
+// the background.
+func Listen(addr string, h http.Handler, logger *zap.Logger) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	l := &Listener{
+		server: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       idleTimeout,
+			ErrorLog:          zap.NewStdLog(logger),
+		},
+		addr: ln.Addr(),
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := l.server.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		l.done <- err
+	}()
+	logger.Info("API server listening", zap.String("address", l.addr.String()))
+	return l, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (l *Listener) Addr() string {
+	return l.addr.String()
+}
+
+// Done reports the serve loop's end: nil after Shutdown, else why it failed.
+func (l *Listener) Done() <-chan error {
+	return l.done
+}
+
+// Shutdown stops accepting connections and waits for requests in flight,
+// until ctx ends.
+func (l *Listener) Shutdown(ctx context.Context) error {
+	return l.server.Shutdown(ctx)
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+// adminCommand is one `glassbox-api admin` subcommand: it declares its
+// flags, then runs against the opened store and returns what to print.
+type adminCommand struct {
+	usage string
+	flags func(fs *flag.FlagSet) func(ctx context.Context, s *controlplane.Store) (any, error)
+}
+
+var adminCommands = map[string]adminCommand{
+	"create-org": {
+		usage: "--name NAME [--id ID]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			id := fs.String("id", "", "organization id (generated when empty)")
+			name := fs.String("name", "", "organization name")
+			return func(ctx context.Context, s *controlplane.Store) (any, error) {
+				org, err := s.CreateOrganization(ctx, *id, *name)
+				if err != nil {
+					return nil, err
+				}
+				return organizationOut{ID: org.ID, Name: org.Name, CreatedAt: org.CreatedAt}, nil
+			}
+		},
+	},
+	"create-project": {
+		usage: "--org ORG --name NAME [--id ID] [--retention-days N]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			org := fs.String("org", "", "organization id")
+			id := fs.String("id", "", "project id (generated when empty)")
+			name := fs.String("name", "", "project name")
+			retention := fs.Int("retention-days", 0, "days to keep data (0 keeps it without limit)")
+			return func(ctx context.Context, s *controlplane.Store) (any, error) {
+				p, err := s.CreateProject(ctx, *org, controlplane.NewProject{ID: *id, Name: *name, RetentionDays: *retention})
+				if err != nil {
+					return nil, err
+				}
+				return projectOut(p, nil), nil
+			}
+		},
+	},
+	"create-project-key": {
+		usage: "--org ORG --project PROJECT [--note NOTE] [--public-key PK --secret-key SK]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			return createKey(fs, true)
+		},
+	},
+	"create-org-key": {
+		usage: "--org ORG [--note NOTE] [--public-key PK --secret-key SK]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			return createKey(fs, false)
+		},
+	},
+	"list": {
+		usage: "--org ORG",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			org := fs.String("org", "", "organization id")
+			return func(ctx context.Context, s *controlplane.Store) (any, error) {
+				return listOrganization(ctx, s, *org)
+			}
+		},
+	},
+	"revoke": {
+		usage: "--org ORG [--project PROJECT] --key KEY_ID",
+		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+			org := fs.String("org", "", "organization id")
+			project := fs.String("project", "", "project id; empty for an organization key")
+			key := fs.String("key", "", "API key id (see list)")
+			return func(ctx context.Context, s *controlplane.Store) (any, error) {
+				if err := s.RevokeAPIKey(ctx, *org, *project, *key); err != nil {
+					return nil, err
+				}
+				return map[string]any{"revoked": *key}, nil
+			}
+		},
+	},
+}
+
+func createKey(fs *flag.FlagSet, forProject bool) func(context.Context, *controlplane.Store) (any, error) {
+	org := fs.String("org", "", "organization id")
+	project := new(string)
+	if forProject {
+		project = fs.String("project", "", "project id")
+	}
+	note := fs.String("note", "", "note shown in key lists")
+	public := fs.String("public-key", "", "chosen public key pk-lf-... (generated when empty)")
+	secret := fs.String("secret-key", "", "chosen secret key sk-lf-... (generated when empty)")
+	return func(ctx context.Context, s *controlplane.Store) (any, error) {
+		if forProject && *project == "" {
+			return nil, errors.New("--project is required")
+		}
+		k, sk, err := s.CreateAPIKey(ctx, *org, *project, controlplane.NewAPIKey{Note: *note, PublicKey: *public, SecretKey: *secret})
+		if err != nil {
+			return nil, err
+		}
+		out := keyOut(k)
+		out.SecretKey = sk
+		return out, nil
+	}
+}
+
+type organizationOut struct {
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Projects  []projectJSON `json:"projects,omitempty"`
+	APIKeys   []keyJSON     `json:"apiKeys,omitempty"`
+}
+
+type projectJSON struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	RetentionDays int       `json:"retentionDays,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	APIKeys       []keyJSON `json:"apiKeys,omitempty"`
+}
+
+type keyJSON struct {
+	ID               string     `json:"id"`
+	Scope            string     `json:"scope"`
+	PublicKey        string     `json:"publicKey"`
+	SecretKey        string     `json:"secretKey,omitempty"`
+	DisplaySecretKey string     `json:"displaySecretKey"`
+	Note             string     `json:"note,omitempty"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	LastUsedAt       *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+func projectOut(p controlplane.Project, keys []controlplane.APIKey) projectJSON {
+	out := projectJSON{ID: p.ID, Name: p.Name, RetentionDays: p.RetentionDays, CreatedAt: p.CreatedAt}
+	for _, k := range keys {
+		out.APIKeys = append(out.APIKeys, keyOut(k))
+	}
+	return out
+}
+
+func keyOut(k controlplane.APIKey) keyJSON {
+	out := keyJSON{
+		ID: k.ID, Scope: string(k.Scope), PublicKey: k.PublicKey, DisplaySecretKey: k.DisplaySecret,
+		Note: k.Note, CreatedAt: k.CreatedAt,
+	}
+	if !k.LastUsedAt.IsZero() {
+		out.LastUsedAt = &k.LastUsedAt
+	}
+	return out
+}
+
+// listOrganization gathers an organization with its projects and all keys.
+func listOrganization(ctx context.Context, s *controlplane.Store, orgID string) (any, error) {
+	org, err := s.GetOrganization(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := organizationOut{ID: org.ID, Name: org.Name, CreatedAt: org.CreatedAt}
+	orgKeys, err := s.ListAPIKeys(ctx, orgID, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range orgKeys {
+		out.APIKeys = append(out.APIKeys, keyOut(k))
+	}
+	projects, err := s.ListProjects(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range projects {
+		keys, err := s.ListAPIKeys(ctx, orgID, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		out.Projects = append(out.Projects, projectOut(p, keys))
+	}
+	return out, nil
+}
+
+func adminUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: glassbox-api admin [--config FILE] [--dsn DSN] COMMAND [flags]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(adminCommands))
+	for name := range adminCommands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %s %s\n", name, adminCommands[name].usage)
+	}
+}
+
+// admin runs one management command against the control plane store named
+// by --dsn, else by the configuration file, and prints its result as JSON.
+func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("glassbox-api admin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML configuration file whose control_plane.dsn to use")
+	dsn := fs.String("dsn", "", "control plane DSN (overrides the configuration file)")
+	fs.Usage = func() {
+		adminUsage(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmd, ok := adminCommands[fs.Arg(0)]
+	if !ok {
+		fs.Usage()
+		if fs.NArg() == 0 {
+			return errors.New("admin: a command is required")
+		}
+		return fmt.Errorf("admin: unknown command %q", fs.Arg(0))
+	}
+	sub := flag.NewFlagSet("glassbox-api admin "+fs.Arg(0), flag.ContinueOnError)
+	sub.SetOutput(stderr)
+	exec := cmd.flags(sub)
+	if err := sub.Parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	if sub.NArg() > 0 {
+		return fmt.Errorf("admin %s: unexpected argument %q", fs.Arg(0), sub.Arg(0))
+	}
+	if *dsn == "" {
+		cfg, err := loadConfig(*configPath)
+		if err != nil {
+			return err
+		}
+		*dsn = cfg.ControlPlane.DSN
+	}
+	store, err := controlplane.Open(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	result, err := exec(ctx, store)
+	if err != nil {
+		return errors.Join(fmt.Errorf("admin %s: %w", fs.Arg(0), err), store.Close())
+	}
+	if err := store.Close(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(result)
+}

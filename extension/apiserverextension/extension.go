@@ -1,0 +1,98 @@
+package apiserverextension // import "github.com/glassbox-dev/glassbox/extension/apiserverextension"
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+)
+
+// HandlerProvider is what the ingest receiver's fallback looks for.
+type HandlerProvider interface {
+	Handler() http.Handler
+}
+
+var (
+	_ extension.Extension = (*apiExtension)(nil)
+	_ HandlerProvider     = (*apiExtension)(nil)
+	_ apikey.Verifier     = (*apiExtension)(nil)
+)
+
+// errNotRunning is returned by Verify outside Start..Shutdown; it is not
+// apikey.ErrInvalidCredentials, so callers answer 503, not 401.
+var errNotRunning = errors.New("glassbox_api extension is not running")
+
+type apiExtension struct {
+	cfg    *Config
+	logger *zap.Logger
+
+	server   atomic.Pointer[apiserver.Server]
+	listener *apiserver.Listener
+}
+
+func newAPIExtension(cfg *Config, set extension.Settings) *apiExtension {
+	return &apiExtension{cfg: cfg, logger: set.Logger}
+}
+
+// Start opens the stores and, with `listen` set, serves the API on its own port.
+func (e *apiExtension) Start(ctx context.Context, _ component.Host) error {
+	srv, err := apiserver.New(ctx, *e.cfg, e.logger)
+	if err != nil {
+		return err
+	}
+	if e.cfg.Listen != "" {
+		l, err := apiserver.Listen(e.cfg.Listen, srv.Handler(), e.logger)
+		if err != nil {
+			return errors.Join(err, srv.Close())
+		}
+		e.listener = l
+	}
+	e.server.Store(srv)
+	return nil
+}
+
+// Shutdown stops the listener, waiting for requests in flight until ctx
+// ends, and closes the stores. It is safe without Start and when repeated.
+func (e *apiExtension) Shutdown(ctx context.Context) error {
+	var errs []error
+	if e.listener != nil {
+		errs = append(errs, e.listener.Shutdown(ctx))
+		e.listener = nil
+	}
+	if srv := e.server.Swap(nil); srv != nil {
+		errs = append(errs, srv.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Handler serves the API while the extension runs and 503 otherwise; the
+// receiver may take it before Start and keep it after Shutdown.
+func (e *apiExtension) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := e.server.Load()
+		if srv == nil {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"message":"Service Unavailable"}`))
+			return
+		}
+		srv.Handler().ServeHTTP(w, r)
+	})
+}
+
+// Verify implements apikey.Verifier against the control plane store.
+func (e *apiExtension) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
+	srv := e.server.Load()
+	if srv == nil {
+		return apikey.Principal{}, errNotRunning
+	}
+	return srv.Verify(ctx, publicKey, secretKey)
+}
