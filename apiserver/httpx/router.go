@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -145,6 +146,12 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 			return
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))
+	}
+	// url.Values silently drops pairs it cannot decode, which would turn a
+	// mistyped filter into no filter.
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		rt.writeError(w, BadRequest("Malformed query string: %v", err))
+		return
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, rt.maxBody)

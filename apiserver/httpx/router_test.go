@@ -163,6 +163,10 @@ func TestRouterErrors(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Equal(t, map[string]any{"message": "Route not found", "error": "LangfuseNotFoundError"}, body)
 
+	code, body, _ = do(t, h, http.MethodGet, "/api/public/things/t1?id=%zz", project, "")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body["message"], "Malformed query string")
+
 	code, body, _ = do(t, h, http.MethodGet, "/api/public/things/missing", project, "")
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Equal(t, "Thing missing not found", body["message"])
