@@ -95,6 +95,57 @@ var migrations = []migration{
 			`CREATE INDEX api_keys_owner ON api_keys (org_id, project_id)`,
 		},
 	},
+	{
+		version: 10,
+		name:    "prompts, labels, tags, dependencies",
+		stmts: []string{
+			// prompt holds JSON: a string (text) or a message array (chat).
+			`CREATE TABLE prompts (
+				id             TEXT PRIMARY KEY,
+				project_id     TEXT NOT NULL REFERENCES projects (id),
+				name           TEXT NOT NULL,
+				version        INTEGER NOT NULL,
+				type           TEXT NOT NULL CHECK (type IN ('text', 'chat')),
+				prompt         TEXT NOT NULL,
+				config         TEXT NOT NULL,
+				commit_message TEXT NOT NULL,
+				created_by     TEXT NOT NULL,
+				created_at     BIGINT NOT NULL,
+				updated_at     BIGINT NOT NULL,
+				UNIQUE (project_id, name, version)
+			)`,
+			// The primary key is what keeps a label on at most one version.
+			`CREATE TABLE prompt_labels (
+				project_id TEXT NOT NULL,
+				name       TEXT NOT NULL,
+				label      TEXT NOT NULL,
+				version    INTEGER NOT NULL,
+				PRIMARY KEY (project_id, name, label),
+				FOREIGN KEY (project_id, name, version) REFERENCES prompts (project_id, name, version) ON DELETE CASCADE
+			)`,
+			`CREATE INDEX prompt_labels_version ON prompt_labels (project_id, name, version)`,
+			// Tags belong to the name: every version shows the same ones.
+			`CREATE TABLE prompt_tags (
+				project_id TEXT NOT NULL,
+				name       TEXT NOT NULL,
+				tag        TEXT NOT NULL,
+				PRIMARY KEY (project_id, name, tag)
+			)`,
+			`CREATE INDEX prompt_tags_tag ON prompt_tags (project_id, tag)`,
+			// References parsed from a version's text, so that deleting what
+			// another prompt depends on can be refused.
+			`CREATE TABLE prompt_dependencies (
+				parent_id     TEXT NOT NULL REFERENCES prompts (id) ON DELETE CASCADE,
+				project_id    TEXT NOT NULL,
+				child_name    TEXT NOT NULL,
+				child_label   TEXT,
+				child_version INTEGER,
+				CHECK ((child_label IS NULL) <> (child_version IS NULL))
+			)`,
+			`CREATE INDEX prompt_dependencies_child ON prompt_dependencies (project_id, child_name)`,
+			`CREATE INDEX prompt_dependencies_parent ON prompt_dependencies (parent_id)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
