@@ -186,7 +186,8 @@ func (g *generator) schemaOf(t reflect.Type) map[string]any {
 	if t == nil || t == rawType || t.Kind() == reflect.Interface {
 		return map[string]any{}
 	}
-	if t.Implements(schemerType) {
+	// Pointers first: *T has T's methods, and calling them on a nil *T panics.
+	if t.Kind() != reflect.Pointer && t.Implements(schemerType) {
 		return reflect.Zero(t).Interface().(Schemer).OpenAPISchema()
 	}
 	switch t.Kind() {

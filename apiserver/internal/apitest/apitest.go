@@ -35,6 +35,9 @@ type Tenant struct {
 	// ProjectAuth and OrgAuth are Authorization header values.
 	ProjectAuth string
 	OrgAuth     string
+	// ProjectKeyID and OrgKeyID are the keys' ids, as key lists show them.
+	ProjectKeyID string
+	OrgKeyID     string
 }
 
 // Seed creates the organization and project named id with a project key and
@@ -51,10 +54,12 @@ func Seed(t testing.TB, s *controlplane.Store, id string) Tenant {
 	ok, osk, err := s.CreateAPIKey(ctx, "org-"+id, "", controlplane.NewAPIKey{Note: "organization key"})
 	require.NoError(t, err)
 	return Tenant{
-		OrgID:       "org-" + id,
-		ProjectID:   "project-" + id,
-		ProjectAuth: Basic(pk.PublicKey, psk),
-		OrgAuth:     Basic(ok.PublicKey, osk),
+		OrgID:        "org-" + id,
+		ProjectID:    "project-" + id,
+		ProjectAuth:  Basic(pk.PublicKey, psk),
+		OrgAuth:      Basic(ok.PublicKey, osk),
+		ProjectKeyID: pk.ID,
+		OrgKeyID:     ok.ID,
 	}
 }
 

@@ -1,0 +1,62 @@
+package apiserver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	cfg := NewDefaultConfig()
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, "127.0.0.1:3000", cfg.Listen)
+	assert.Equal(t, "sqlite://.data/glassbox.db", cfg.ControlPlane.DSN)
+	assert.Equal(t, "glassbox", cfg.ClickHouse.Database)
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		errs   []string
+	}{
+		{"listen without port", func(c *Config) { c.Listen = "localhost" }, []string{"listen"}},
+		{"relative public url", func(c *Config) { c.PublicURL = "/glassbox" }, []string{"public_url"}},
+		{"no control plane", func(c *Config) { c.ControlPlane.DSN = "" }, []string{"control_plane.dsn is required"}},
+		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = "http://127.0.0.1:8123" }, []string{"clickhouse: dsn"}},
+		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
+		{"negative timeout", func(c *Config) { c.ClickHouse.QueryTimeout = -time.Second }, []string{"timeouts"}},
+		{"no body limit", func(c *Config) { c.MaxRequestBodyBytes = 0 }, []string{"max_request_body_bytes"}},
+		{"several at once", func(c *Config) { c.Listen = "x"; c.ControlPlane.DSN = "" }, []string{"listen", "control_plane.dsn"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := NewDefaultConfig()
+			tt.mutate(&cfg)
+			err := cfg.Validate()
+			require.Error(t, err)
+			for _, want := range tt.errs {
+				assert.ErrorContains(t, err, want)
+			}
+		})
+	}
+	embedded := NewDefaultConfig()
+	embedded.Listen = ""
+	assert.NoError(t, embedded.Validate(), "the extension may run without a listener")
+}
+
+func TestHTMLPathPrefix(t *testing.T) {
+	for url, want := range map[string]string{
+		"":                            "",
+		"https://gb.example.com":      "",
+		"https://gb.example.com/":     "",
+		"https://example.com/gb/":     "/gb",
+		"https://example.com/a/b":     "/a/b",
+		"https://example.com/a%20b//": "/a%20b",
+	} {
+		cfg := Config{PublicURL: url}
+		assert.Equal(t, want, cfg.htmlPathPrefix(), url)
+	}
+}

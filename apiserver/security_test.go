@@ -1,0 +1,198 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// sharedTrace exists in both projects, with different content.
+const sharedTrace = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"
+
+// tenantData is what one tenant's project holds in ClickHouse.
+type tenantData struct {
+	apitest.Tenant
+	trace, observation, session string
+}
+
+type server struct {
+	h      http.Handler
+	routes []httpx.Route
+	a, b   tenantData
+}
+
+// newServer serves the full route table over fresh stores holding two
+// tenants, each with a trace of its own (root span and generation, a
+// session, a score) and a trace with the shared id.
+func newServer(t *testing.T) server {
+	cp := apitest.ControlPlane(t)
+	ch := chtest.Store(t)
+	s := server{
+		a: tenantData{Tenant: apitest.Seed(t, cp, "a")},
+		b: tenantData{Tenant: apitest.Seed(t, cp, "b")},
+	}
+	for i, td := range []*tenantData{&s.a, &s.b} {
+		prefix := string(rune('a' + i))
+		td.trace = strings.Repeat(prefix, 32)
+		td.observation = strings.Repeat(prefix, 15) + "2"
+		td.session = "session-" + prefix
+		root := apitest.Obs(td.ProjectID, td.trace, strings.Repeat(prefix, 15)+"1", time.Duration(i)*time.Minute)
+		root.IsRoot, root.SessionID, root.UserID, root.TraceName = true, td.session, "user", "trace "+prefix
+		gen := apitest.Obs(td.ProjectID, td.trace, td.observation, time.Duration(i)*time.Minute+time.Second)
+		gen.ParentID, gen.Type, gen.SessionID = root.ID, model.TypeGeneration, td.session
+		shared := apitest.Obs(td.ProjectID, sharedTrace, strings.Repeat(prefix, 15)+"3", time.Hour)
+		shared.IsRoot, shared.TraceName = true, "shared in "+td.ProjectID
+		apitest.Insert(t, ch, root, gen, shared)
+		apitest.InsertScores(t, ch, chstore.Score{
+			ProjectID: td.ProjectID, ID: "score-" + prefix, TraceID: td.trace, Name: "q", Value: 1,
+			DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Timestamp: apitest.Base.UnixMicro(), Metadata: "{}",
+		})
+	}
+	cfg := NewDefaultConfig()
+	s.routes = Routes(cfg, cp, ch, zap.NewNop())
+	var err error
+	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})
+	require.NoError(t, err)
+	return s
+}
+
+// attack is what one route does when tenant a aims it at tenant b's data:
+// the request, and a check that nothing of b's came back.
+type attack struct {
+	auth   func(s server) string
+	target func(s server) string
+	body   func(s server) any
+	check  func(t *testing.T, s server, rec *httptest.ResponseRecorder)
+}
+
+func notFound(t *testing.T, _ server, rec *httptest.ResponseRecorder) {
+	assert.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
+}
+
+// onlyOwn asserts success and that no id of tenant b appears.
+func onlyOwn(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	for _, id := range []string{s.b.ProjectID, s.b.OrgID, s.b.trace, s.b.observation, s.b.session, s.b.ProjectKeyID, s.b.OrgKeyID,
+		"shared in " + s.b.ProjectID, strings.Repeat("b", 15) + "3"} {
+		assert.NotContains(t, rec.Body.String(), id)
+	}
+}
+
+func projectKey(s server) string { return s.a.ProjectAuth }
+func orgKey(s server) string     { return s.a.OrgAuth }
+func fixed(path string) func(server) string {
+	return func(server) string { return path }
+}
+
+// attacks has one entry per route; TestSecurityMatrix fails when a route
+// has none, so a new route cannot skip the matrix.
+var attacks = map[string]attack{
+	"GET /api/public/health":       {auth: projectKey, target: fixed("/api/public/health"), check: onlyOwn},
+	"GET /api/public/openapi.json": {auth: projectKey, target: fixed("/api/public/openapi.json"), check: onlyOwn},
+	"GET /api/public/projects":     {auth: projectKey, target: fixed("/api/public/projects"), check: onlyOwn},
+	"POST /api/public/projects": {auth: orgKey, target: fixed("/api/public/projects"),
+		body: func(server) any { return map[string]any{"name": "Project b"} },
+		check: func(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+			assert.Contains(t, rec.Body.String(), `"organization":{"id":"`+s.a.OrgID+`"`)
+		}},
+	"PUT /api/public/projects/{projectId}": {auth: orgKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID },
+		body:   func(server) any { return map[string]any{"name": "taken over"} }, check: notFound},
+	"DELETE /api/public/projects/{projectId}": {auth: orgKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID }, check: notFound},
+	"GET /api/public/projects/{projectId}/apiKeys": {auth: orgKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/apiKeys" }, check: notFound},
+	"POST /api/public/projects/{projectId}/apiKeys": {auth: orgKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/apiKeys" },
+		body:   func(server) any { return map[string]any{} }, check: notFound},
+	"DELETE /api/public/projects/{projectId}/apiKeys/{apiKeyId}": {auth: orgKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/apiKeys/" + s.b.ProjectKeyID },
+		check:  notFound},
+	"GET /api/public/organizations/projects": {auth: orgKey, target: fixed("/api/public/organizations/projects"), check: onlyOwn},
+	"GET /api/public/organizations/apiKeys":  {auth: orgKey, target: fixed("/api/public/organizations/apiKeys"), check: onlyOwn},
+	"GET /api/public/traces":                 {auth: projectKey, target: fixed("/api/public/traces?limit=100"), check: onlyOwn},
+	"GET /api/public/traces/{traceId}": {auth: projectKey,
+		target: func(s server) string { return "/api/public/traces/" + s.b.trace }, check: notFound},
+	"DELETE /api/public/traces/{traceId}": {auth: projectKey,
+		target: func(s server) string { return "/api/public/traces/" + s.b.trace }, check: notFound},
+	"DELETE /api/public/traces": {auth: projectKey, target: fixed("/api/public/traces"),
+		body: func(s server) any { return map[string]any{"traceIds": []string{s.b.trace}} },
+		check: func(t *testing.T, _ server, rec *httptest.ResponseRecorder) {
+			assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		}},
+	"GET /api/public/observations/{observationId}": {auth: projectKey,
+		target: func(s server) string { return "/api/public/observations/" + s.b.observation }, check: notFound},
+	"GET /api/public/observations": {auth: projectKey, target: fixed("/api/public/observations?limit=100"), check: onlyOwn},
+	"GET /api/public/v2/observations": {auth: projectKey,
+		target: fixed("/api/public/v2/observations?limit=1000&fields=core,basic,io,trace_context"), check: onlyOwn},
+	"GET /api/public/sessions": {auth: projectKey, target: fixed("/api/public/sessions?limit=100"), check: onlyOwn},
+	"GET /api/public/sessions/{sessionId}": {auth: projectKey,
+		target: func(s server) string { return "/api/public/sessions/" + s.b.session }, check: notFound},
+}
+
+func TestSecurityMatrix(t *testing.T) {
+	s := newServer(t)
+	for _, rt := range s.routes {
+		name := rt.Method + " " + rt.Path
+		a, ok := attacks[name]
+		if !assert.True(t, ok, "route %s has no case in the security matrix", name) {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			var body any
+			if a.body != nil {
+				body = a.body(s)
+			}
+			rec := apitest.Do(t, s.h, rt.Method, a.target(s), a.auth(s), body)
+			a.check(t, s, rec)
+		})
+	}
+	assert.Len(t, attacks, len(s.routes), "every case names a route")
+
+	// After every attack, tenant b's data and keys are whole.
+	for _, target := range []string{
+		"/api/public/traces/" + s.b.trace,
+		"/api/public/traces/" + sharedTrace,
+		"/api/public/observations/" + s.b.observation,
+		"/api/public/sessions/" + s.b.session,
+		"/api/public/projects",
+	} {
+		rec := apitest.Do(t, s.h, http.MethodGet, target, s.b.ProjectAuth, nil)
+		assert.Equal(t, http.StatusOK, rec.Code, "%s: %s", target, rec.Body.String())
+	}
+	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/traces/"+sharedTrace, s.b.ProjectAuth, nil)
+	assert.Contains(t, rec.Body.String(), "shared in "+s.b.ProjectID)
+	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/projects/"+s.b.ProjectID+"/apiKeys", s.b.OrgAuth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), s.b.ProjectKeyID)
+}
+
+// A trace id used by two projects is two traces: each key sees, and
+// deletes, only its own.
+func TestSharedTraceID(t *testing.T) {
+	s := newServer(t)
+	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/traces/"+sharedTrace, s.a.ProjectAuth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "shared in "+s.a.ProjectID)
+	onlyOwn(t, s, rec)
+
+	rec = apitest.Do(t, s.h, http.MethodDelete, "/api/public/traces/"+sharedTrace, s.a.ProjectAuth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, http.StatusNotFound, apitest.Do(t, s.h, http.MethodGet, "/api/public/traces/"+sharedTrace, s.a.ProjectAuth, nil).Code)
+	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/traces/"+sharedTrace, s.b.ProjectAuth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "shared in "+s.b.ProjectID)
+}

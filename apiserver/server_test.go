@@ -1,0 +1,225 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// The OpenAPI document lists exactly the routes the server serves.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	s := newServer(t)
+	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	assert.Equal(t, "3.0.3", doc.OpenAPI)
+
+	// Every registered route is documented...
+	for _, rt := range s.routes {
+		op, ok := doc.Paths[rt.Path][strings.ToLower(rt.Method)]
+		if assert.True(t, ok, "%s %s is not in the OpenAPI document", rt.Method, rt.Path) {
+			assert.Equal(t, rt.Doc.OperationID, op["operationId"])
+		}
+	}
+	// ...and every documented operation is served: it reaches a route (no
+	// route-level 404, no 405), which without a key means 401 or, for the
+	// public ones, a real answer.
+	var ops []string
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			ops = append(ops, op["operationId"].(string))
+			target := pathParam.ReplaceAllString(path, "x")
+			rec := apitest.Do(t, s.h, strings.ToUpper(method), target, "", nil)
+			assert.NotEqual(t, http.StatusMethodNotAllowed, rec.Code, "%s %s", method, path)
+			assert.NotContains(t, rec.Body.String(), "Route not found", "%s %s", method, path)
+			if len(op["security"].([]any)) > 0 {
+				assert.Equal(t, http.StatusUnauthorized, rec.Code, "%s %s", method, path)
+			}
+		}
+	}
+	assert.Len(t, ops, len(s.routes))
+	slices.Sort(ops)
+	assert.Equal(t, len(ops), len(slices.Compact(ops)), "operation ids are unique")
+}
+
+// Status codes every route shares: 401 without or with a bad key, 403 for
+// the wrong kind of key, 405 for another method, 404 off the route table.
+func TestErrorStatuses(t *testing.T) {
+	s := newServer(t)
+	badKey := apitest.Basic("pk-lf-unknown", "sk-lf-unknown")
+	for _, rt := range s.routes {
+		target := pathParam.ReplaceAllString(rt.Path, "x")
+		name := rt.Method + " " + rt.Path
+		if rt.Access == httpx.Public {
+			assert.NotEqual(t, http.StatusUnauthorized, apitest.Do(t, s.h, rt.Method, target, "", nil).Code, name)
+			continue
+		}
+		for _, auth := range []string{"", badKey} {
+			rec := apitest.Do(t, s.h, rt.Method, target, auth, nil)
+			assert.Equal(t, http.StatusUnauthorized, rec.Code, name)
+			assert.Regexp(t, `Confirm that you've configured the correct host\.$`, apitest.Decode[map[string]string](t, rec)["message"], name)
+		}
+		wrongKey := s.a.OrgAuth
+		if rt.Access == httpx.OrganizationKey {
+			wrongKey = s.a.ProjectAuth
+		}
+		rec := apitest.Do(t, s.h, rt.Method, target, wrongKey, nil)
+		assert.Equal(t, http.StatusForbidden, rec.Code, name)
+		assert.Equal(t, "ForbiddenError", apitest.Decode[map[string]string](t, rec)["error"], name)
+	}
+
+	rec := apitest.Do(t, s.h, http.MethodPatch, "/api/public/traces", s.a.ProjectAuth, nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.JSONEq(t, `{"message":"Method not allowed","error":"MethodNotAllowedError"}`, rec.Body.String())
+	assert.Equal(t, "DELETE, GET, OPTIONS", rec.Header().Get("Allow"))
+
+	for _, target := range []string{"/api/public/nope", "/", "/api/public/traces/a/b"} {
+		rec := apitest.Do(t, s.h, http.MethodGet, target, s.a.ProjectAuth, nil)
+		assert.Equal(t, http.StatusNotFound, rec.Code, target)
+		assert.Equal(t, "LangfuseNotFoundError", apitest.Decode[map[string]string](t, rec)["error"], target)
+	}
+
+	huge := map[string]any{"traceIds": []string{strings.Repeat("x", 2<<20)}}
+	rec = apitest.Do(t, s.h, http.MethodDelete, "/api/public/traces", s.a.ProjectAuth, huge)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+}
+
+func TestHealth(t *testing.T) {
+	cp := apitest.ControlPlane(t)
+	ch := chtest.Store(t)
+	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	require.NoError(t, err)
+	rec := apitest.Do(t, h, http.MethodGet, "/api/public/health", "", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{"status":"OK","version":"`+Version+`"}`, rec.Body.String())
+}
+
+func TestHealthReportsUnreachableStores(t *testing.T) {
+	ctx := context.Background()
+	ch, err := chstore.Open(ctx, chtest.Config(t))
+	require.NoError(t, err)
+	cp, err := controlplane.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
+	require.NoError(t, err)
+	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	require.NoError(t, err)
+
+	require.NoError(t, ch.Close())
+	rec := apitest.Do(t, h, http.MethodGet, "/api/public/health", "", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.JSONEq(t, `{"status":"ClickHouse is unreachable","version":"`+Version+`"}`, rec.Body.String())
+
+	require.NoError(t, cp.Close())
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/projects", apitest.Basic("pk-lf-x", "sk-lf-x"), nil)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a store outage is not a bad key")
+	assert.JSONEq(t, `{"message":"Service Unavailable"}`, rec.Body.String())
+}
+
+func TestControlPlanePinger(t *testing.T) {
+	cp := apitest.ControlPlane(t)
+	require.NoError(t, controlPlanePinger{cp}.Ping(context.Background()))
+	require.Error(t, controlPlanePinger{verifierFunc(func() error { return nil })}.Ping(context.Background()),
+		"a probe key that verifies is a broken store")
+}
+
+type verifierFunc func() error
+
+func (f verifierFunc) Verify(context.Context, string, string) (apikey.Principal, error) {
+	return apikey.Principal{}, f()
+}
+
+// New opens both stores, migrates them, applies headless initialisation,
+// and serves; Close releases the stores.
+func TestNew(t *testing.T) {
+	ctx := context.Background()
+	chCfg := chtest.Config(t)
+	cfg := NewDefaultConfig()
+	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.PublicURL = "https://glassbox.example.com/gb/"
+	cfg.InitFromEnv = true
+	t.Setenv(controlplane.EnvInitOrgID, "org")
+	t.Setenv(controlplane.EnvInitProjectID, "proj")
+	t.Setenv(controlplane.EnvInitProjectName, "Proj")
+	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-init")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef")
+
+	srv, err := New(ctx, cfg, zap.NewNop())
+	require.NoError(t, err)
+	auth := apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef")
+	rec := apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/projects", auth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), `"id":"proj"`)
+	p, err := srv.Verify(ctx, "pk-lf-init", "sk-lf-0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, "proj", p.ProjectID)
+	assert.Equal(t, http.StatusOK, apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/health", "", nil).Code)
+	// The tables exist even though nothing was ingested yet.
+	rec = apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/traces", auth, nil)
+	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.NoError(t, srv.Close())
+
+	// A restart with the same environment changes nothing.
+	again, err := New(ctx, cfg, zap.NewNop())
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, apitest.Do(t, again.Handler(), http.MethodGet, "/api/public/projects", auth, nil).Code)
+	require.NoError(t, again.Close())
+}
+
+func TestNewFails(t *testing.T) {
+	ctx := context.Background()
+	invalid := NewDefaultConfig()
+	invalid.ControlPlane.DSN = ""
+	_, err := New(ctx, invalid, zap.NewNop())
+	assert.ErrorContains(t, err, "control_plane.dsn")
+
+	unreachable := NewDefaultConfig()
+	unreachable.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	unreachable.ClickHouse.DSN = "clickhouse://127.0.0.1:1"
+	_, err = New(ctx, unreachable, zap.NewNop())
+	assert.ErrorContains(t, err, "clickhouse")
+
+	badInit := NewDefaultConfig()
+	badInit.ControlPlane.DSN = unreachable.ControlPlane.DSN
+	badInit.InitFromEnv = true
+	t.Setenv(controlplane.EnvInitProjectID, "orphan")
+	_, err = New(ctx, badInit, zap.NewNop())
+	assert.ErrorContains(t, err, "headless init")
+}
+
+func TestListener(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	l, err := Listen("127.0.0.1:0", h, zap.NewNop())
+	require.NoError(t, err)
+	resp, err := http.Get("http://" + l.Addr() + "/")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusTeapot, resp.StatusCode)
+
+	_, err = Listen(l.Addr(), h, zap.NewNop())
+	assert.ErrorContains(t, err, "listen on", "a taken port fails at once")
+
+	require.NoError(t, l.Shutdown(context.Background()))
+	assert.NoError(t, <-l.Done())
+}
