@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make test`: starts a private ClickHouse and PostgreSQL on free ports under a
+# temporary directory, installs the SDK test packages, builds the binaries, runs
+# every Go test (unit, integration, end-to-end with the official Langfuse JS SDK
+# and the OTel Go SDK), then stops the servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-test.XXXXXX")
+cleanup() {
+  ./scripts/clickhouse.sh stop "$work/clickhouse" >/dev/null 2>&1 || true
+  ./scripts/postgres.sh stop "$work/postgres" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== servers"
+ch_tcp=$(free_port); ch_http=$(free_port)
+export GLASSBOX_TEST_CLICKHOUSE_DSN=$(./scripts/clickhouse.sh start "$work/clickhouse" "$ch_tcp" "$ch_http" | tail -n 1)
+pg_port=$(free_port)
+export GLASSBOX_TEST_POSTGRES_DSN=$(./scripts/postgres.sh start "$work/postgres" "$pg_port" | tail -n 1)
+echo "clickhouse: $GLASSBOX_TEST_CLICKHOUSE_DSN"
+echo "postgres:   $GLASSBOX_TEST_POSTGRES_DSN"
+# Lets tests that need a server of their own (outage tests) start one the same way.
+export GLASSBOX_CLICKHOUSE_SCRIPT=$PWD/scripts/clickhouse.sh
+
+echo "== node packages"
+ensure_node_modules test/sdk
+
+echo "== build"
+./scripts/build.sh
+export GLASSBOX_BIN=$PWD/bin/glassbox
+export GLASSBOX_SDK_DIR=$PWD/test/sdk
+
+echo "== lint"
+make --no-print-directory lint
+./scripts/check-versions.sh
+
+echo "== go test"
+go test -count=1 -timeout 30m ./... 2>&1 | tee "$work/go-test.log"
+status=${PIPESTATUS[0]}
+exit "$status"
