@@ -20,6 +20,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
 	"github.com/glassbox-dev/glassbox/apiserver/projects"
+	"github.com/glassbox-dev/glassbox/apiserver/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/traces"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
@@ -78,6 +79,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
 	}
+	s.handler = prompts.FolderNames(s.handler)
 	return s, nil
 }
 
@@ -93,6 +95,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, traces.Routes(ch, cfg.htmlPathPrefix())...)
 	routes = append(routes, observations.Routes(ch)...)
 	routes = append(routes, sessions.Routes(ch)...)
+	routes = append(routes, prompts.Routes(cp)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 

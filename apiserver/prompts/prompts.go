@@ -344,4 +344,3 @@ func optionalTime(us int64) time.Time {
 func ref(n controlplane.PromptNode) PromptRef {
 	return PromptRef{ID: n.ID, Name: n.Name, Version: n.Version}
 }
-
