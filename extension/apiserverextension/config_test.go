@@ -1,0 +1,75 @@
+package apiserverextension
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/glassbox-dev/glassbox/apiserver"
+)
+
+func loadConfig(t *testing.T, file string, id component.ID) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", file))
+	require.NoError(t, err)
+	sub, err := cm.Sub(id.String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestLoadConfig(t *testing.T) {
+	defaults := apiserver.NewDefaultConfig()
+	defaults.Listen = ""
+	tests := []struct {
+		id       component.ID
+		expected *Config
+	}{
+		{id: component.NewID(Type), expected: &defaults},
+		{
+			id: component.NewIDWithName(Type, "full"),
+			expected: &Config{
+				Listen:       "127.0.0.1:3100",
+				PublicURL:    "https://glassbox.example.com",
+				ControlPlane: apiserver.ControlPlaneConfig{DSN: "postgres://glassbox@db.internal:5432/glassbox"},
+				ClickHouse: apiserver.ClickHouseConfig{
+					DSN:               "clickhouse://ch.internal:9000",
+					Database:          "traces",
+					Cluster:           "main",
+					ReplicatedEngines: true,
+					QueryTimeout:      10 * time.Second,
+				},
+				InitFromEnv:         true,
+				MaxRequestBodyBytes: 4718592,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := loadConfig(t, "config.yaml", tt.id)
+			require.NoError(t, confmap.Validate(cfg))
+			assert.Equal(t, tt.expected, cfg)
+		})
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	cfg := loadConfig(t, "invalid.yaml", component.NewID(Type))
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	for _, want := range []string{"listen", "public_url", "control_plane.dsn", "clickhouse: dsn", "max_request_body_bytes"} {
+		assert.ErrorContains(t, err, want)
+	}
+}
+
+func TestUnknownKeyIsRejected(t *testing.T) {
+	conf := confmap.NewFromStringMap(map[string]any{"listen_address": "127.0.0.1:3000"})
+	assert.Error(t, conf.Unmarshal(createDefaultConfig().(*Config)))
+}

@@ -1,0 +1,173 @@
+package apiserverextension
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
+	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+const (
+	publicKey = "pk-lf-extension"
+	secretKey = "sk-lf-0123456789abcdef"
+)
+
+// testConfig points at a fresh ClickHouse database and SQLite file, with
+// one project key created from the environment.
+func testConfig(t *testing.T) *Config {
+	ch := chtest.Config(t)
+	cfg := createDefaultConfig().(*Config)
+	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = ch.DSN, ch.Database
+	cfg.InitFromEnv = true
+	t.Setenv(controlplane.EnvInitOrgID, "org")
+	t.Setenv(controlplane.EnvInitProjectID, "proj")
+	t.Setenv(controlplane.EnvInitPublicKey, publicKey)
+	t.Setenv(controlplane.EnvInitSecretKey, secretKey)
+	return cfg
+}
+
+func newExtension(t *testing.T, cfg *Config) extension.Extension {
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	require.NoError(t, err)
+	return ext
+}
+
+func get(h http.Handler, path, auth string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func basicAuth() string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(publicKey+":"+secretKey))
+}
+
+func TestFactory(t *testing.T) {
+	f := NewFactory()
+	assert.Equal(t, component.MustNewType("glassbox_api"), f.Type())
+	cfg := f.CreateDefaultConfig().(*Config)
+	assert.Empty(t, cfg.Listen, "in the collector the ingest receiver's port serves the API")
+	assert.NoError(t, componenttest.CheckConfigStruct(cfg))
+}
+
+func TestLifecycle(t *testing.T) {
+	ext := newExtension(t, testConfig(t))
+	provider, ok := ext.(HandlerProvider)
+	require.True(t, ok, "the ingest receiver's fallback needs Handler()")
+	verifier, ok := ext.(apikey.Verifier)
+	require.True(t, ok, "glassbox_auth needs an apikey.Verifier")
+
+	// Before Start: the handler answers 503 and keys cannot be checked.
+	h := provider.Handler()
+	rec := get(h, "/api/public/health", "")
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "5", rec.Header().Get("Retry-After"))
+	_, err := verifier.Verify(context.Background(), publicKey, secretKey)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, apikey.ErrInvalidCredentials, "not running is an outage, not a bad key")
+
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	// The handler taken before Start now serves the API.
+	assert.Equal(t, http.StatusOK, get(h, "/api/public/health", "").Code)
+	rec = get(h, "/api/public/projects", basicAuth())
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), `"id":"proj"`)
+	p, err := verifier.Verify(context.Background(), publicKey, secretKey)
+	require.NoError(t, err)
+	assert.Equal(t, apikey.Principal{PublicKey: publicKey, ProjectID: "proj", OrganizationID: "org", Scope: apikey.ScopeProject}, p)
+	_, err = verifier.Verify(context.Background(), publicKey, "sk-lf-wrong")
+	assert.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+
+	require.NoError(t, ext.Shutdown(context.Background()))
+	assert.Equal(t, http.StatusServiceUnavailable, get(h, "/api/public/health", "").Code)
+	require.NoError(t, ext.Shutdown(context.Background()), "Shutdown is safe to repeat")
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	require.NoError(t, newExtension(t, createDefaultConfig().(*Config)).Shutdown(context.Background()))
+}
+
+func TestOwnListener(t *testing.T) {
+	cfg := testConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.Listen = ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	ext := newExtension(t, cfg)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	resp, err := http.Get("http://" + cfg.Listen + "/api/public/health")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NoError(t, ext.Shutdown(context.Background()))
+	_, err = http.Get("http://" + cfg.Listen + "/api/public/health")
+	assert.Error(t, err, "the listener is closed")
+}
+
+func TestStartFailsOnTakenPort(t *testing.T) {
+	cfg := testConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg.Listen = ln.Addr().String()
+	ext := newExtension(t, cfg)
+	assert.ErrorContains(t, ext.Start(context.Background(), componenttest.NewNopHost()), "listen on")
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
+type extensionHost struct {
+	component.Host
+	extensions map[component.ID]component.Component
+}
+
+func (h extensionHost) GetExtensions() map[component.ID]component.Component {
+	return h.extensions
+}
+
+// The collector's authenticator, configured with `verifier: glassbox_api`,
+// checks keys against the API server's store.
+func TestAuthenticatorUsesTheStore(t *testing.T) {
+	ext := newExtension(t, testConfig(t))
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+
+	authFactory := apikeyauthextension.NewFactory()
+	authCfg := authFactory.CreateDefaultConfig().(*apikeyauthextension.Config)
+	id := component.NewID(Type)
+	authCfg.Verifier = &id
+	auth, err := authFactory.Create(context.Background(), extensiontest.NewNopSettings(authFactory.Type()), authCfg)
+	require.NoError(t, err)
+	host := extensionHost{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{id: ext}}
+	require.NoError(t, auth.Start(context.Background(), host))
+	defer func() { require.NoError(t, auth.Shutdown(context.Background())) }()
+
+	p, err := auth.(apikey.Verifier).Verify(context.Background(), publicKey, secretKey)
+	require.NoError(t, err)
+	assert.Equal(t, "proj", p.ProjectID)
+	_, err = auth.(apikey.Verifier).Verify(context.Background(), publicKey, "sk-lf-wrong-secret")
+	assert.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+}
