@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// adminRun runs one admin command and decodes its JSON output.
+func adminRun(t *testing.T, dsn string, args ...string) (map[string]any, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"admin", "--dsn", dsn}, args...), &stdout, &stderr)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), stdout.String())
+	return out, nil
+}
+
+func TestAdmin(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	org, err := adminRun(t, dsn, "create-org", "--id", "acme", "--name", "Acme")
+	require.NoError(t, err)
+	assert.Equal(t, "acme", org["id"])
+
+	project, err := adminRun(t, dsn, "create-project", "--org", "acme", "--id", "web", "--name", "Web", "--retention-days", "30")
+	require.NoError(t, err)
+	assert.Equal(t, float64(30), project["retentionDays"])
+
+	key, err := adminRun(t, dsn, "create-project-key", "--org", "acme", "--project", "web", "--note", "ci")
+	require.NoError(t, err)
+	assert.Regexp(t, `^pk-lf-`, key["publicKey"])
+	assert.Regexp(t, `^sk-lf-`, key["secretKey"], "the secret is shown once, at creation")
+	assert.Equal(t, "project", key["scope"])
+
+	orgKey, err := adminRun(t, dsn, "create-org-key", "--org", "acme", "--public-key", "pk-lf-admin", "--secret-key", "sk-lf-0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, "pk-lf-admin", orgKey["publicKey"])
+	assert.Equal(t, "organization", orgKey["scope"])
+
+	listing, err := adminRun(t, dsn, "list", "--org", "acme")
+	require.NoError(t, err)
+	buf, _ := json.Marshal(listing)
+	assert.NotContains(t, string(buf), key["secretKey"], "lists never show secrets")
+	projects := listing["projects"].([]any)
+	require.Len(t, projects, 1)
+	keys := projects[0].(map[string]any)["apiKeys"].([]any)
+	require.Len(t, keys, 1)
+	assert.Equal(t, key["id"], keys[0].(map[string]any)["id"])
+	require.Len(t, listing["apiKeys"], 1)
+
+	_, err = adminRun(t, dsn, "revoke", "--org", "acme", "--project", "web", "--key", key["id"].(string))
+	require.NoError(t, err)
+	listing, err = adminRun(t, dsn, "list", "--org", "acme")
+	require.NoError(t, err)
+	assert.NotContains(t, listing["projects"].([]any)[0], "apiKeys")
+	_, err = adminRun(t, dsn, "revoke", "--org", "acme", "--project", "web", "--key", key["id"].(string))
+	assert.ErrorContains(t, err, "not found")
+}
+
+func TestAdminErrors(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	for name, args := range map[string][]string{
+		"no command":       {},
+		"unknown command":  {"drop-everything"},
+		"unknown flag":     {"create-org", "--colour", "red"},
+		"stray argument":   {"create-org", "--name", "x", "extra"},
+		"missing project":  {"create-project-key", "--org", "acme"},
+		"unknown org":      {"create-project", "--org", "nope", "--name", "x"},
+		"list unknown org": {"list", "--org", "nope"},
+		"invalid org id":   {"create-org", "--id", "a b", "--name", "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := adminRun(t, dsn, args...)
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestServe(t *testing.T) {
+	ch := chtest.Config(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	t.Setenv("TEST_GLASSBOX_LISTEN", addr)
+	t.Setenv("TEST_GLASSBOX_CP_DSN", "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
+	t.Setenv("TEST_GLASSBOX_CH_DSN", ch.DSN)
+	t.Setenv("TEST_GLASSBOX_CH_DB", ch.Database)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stdout, stderr bytes.Buffer
+	go func() { done <- run(ctx, []string{"--config", "testdata/config.yaml"}, &stdout, &stderr) }()
+
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/api/public/health")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after the context ended")
+	}
+}
+
+func TestServeArguments(t *testing.T) {
+	var out bytes.Buffer
+	assert.ErrorContains(t, run(context.Background(), []string{"serve", "extra"}, &out, &out), "unexpected argument")
+	assert.ErrorContains(t, run(context.Background(), []string{"--config", "testdata/invalid.yaml"}, &out, &out), "listen")
+}
