@@ -25,6 +25,10 @@ if [ -z "${GLASSBOX_INIT_PUBLIC_KEY:-}" ] || [ -z "${GLASSBOX_INIT_SECRET_KEY:-}
   set -a; . "$data/init.env"; set +a
 fi
 export GLASSBOX_INIT_PROJECT_ID=${GLASSBOX_INIT_PROJECT_ID:-default}
+export GLASSBOX_INIT_PROJECT_NAME=${GLASSBOX_INIT_PROJECT_NAME:-Default project}
+export GLASSBOX_INIT_ORG_ID=${GLASSBOX_INIT_ORG_ID:-default}
+export GLASSBOX_INIT_ORG_NAME=${GLASSBOX_INIT_ORG_NAME:-Default organization}
+export GLASSBOX_CONTROL_PLANE_DSN=${GLASSBOX_CONTROL_PLANE_DSN:-sqlite://$data/glassbox.db}
 
 if [ -z "${GLASSBOX_CLICKHOUSE_DSN:-}" ]; then
   ch_tcp=${GLASSBOX_CLICKHOUSE_TCP_PORT:-19000}
