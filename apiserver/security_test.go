@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
@@ -60,9 +63,12 @@ func newServer(t *testing.T) server {
 			DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Timestamp: apitest.Base.UnixMicro(), Metadata: "{}",
 		})
 	}
+	_, err := cp.CreatePrompt(context.Background(), s.b.ProjectID, controlplane.NewPrompt{
+		Name: "prompt-b", Prompt: json.RawMessage(`"secret-of-b"`), Labels: []string{"production"},
+	})
+	require.NoError(t, err)
 	cfg := NewDefaultConfig()
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
-	var err error
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 	return s
@@ -85,7 +91,7 @@ func notFound(t *testing.T, _ server, rec *httptest.ResponseRecorder) {
 func onlyOwn(t *testing.T, s server, rec *httptest.ResponseRecorder) {
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	for _, id := range []string{s.b.ProjectID, s.b.OrgID, s.b.trace, s.b.observation, s.b.session, s.b.ProjectKeyID, s.b.OrgKeyID,
-		"shared in " + s.b.ProjectID, strings.Repeat("b", 15) + "3"} {
+		"shared in " + s.b.ProjectID, strings.Repeat("b", 15) + "3", "prompt-b", "secret-of-b"} {
 		assert.NotContains(t, rec.Body.String(), id)
 	}
 }
@@ -141,6 +147,19 @@ var attacks = map[string]attack{
 	"GET /api/public/sessions": {auth: projectKey, target: fixed("/api/public/sessions?limit=100"), check: onlyOwn},
 	"GET /api/public/sessions/{sessionId}": {auth: projectKey,
 		target: func(s server) string { return "/api/public/sessions/" + s.b.session }, check: notFound},
+	"POST /api/public/v2/prompts": {auth: projectKey, target: fixed("/api/public/v2/prompts"),
+		body: func(server) any { return map[string]any{"name": "prompt-a", "type": "text", "prompt": "mine"} },
+		check: func(t *testing.T, _ server, rec *httptest.ResponseRecorder) {
+			assert.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		}},
+	"GET /api/public/v2/prompts": {auth: projectKey, target: fixed("/api/public/v2/prompts?limit=100"), check: onlyOwn},
+	"GET /api/public/v2/prompts/{promptName}": {auth: projectKey,
+		target: fixed("/api/public/v2/prompts/prompt-b"), check: notFound},
+	"DELETE /api/public/v2/prompts/{promptName}": {auth: projectKey,
+		target: fixed("/api/public/v2/prompts/prompt-b"), check: notFound},
+	"PATCH /api/public/v2/prompts/{promptName}/versions/{version}": {auth: projectKey,
+		target: fixed("/api/public/v2/prompts/prompt-b/versions/1"),
+		body:   func(server) any { return map[string]any{"newLabels": []string{"hijacked"}} }, check: notFound},
 }
 
 func TestSecurityMatrix(t *testing.T) {
@@ -169,12 +188,15 @@ func TestSecurityMatrix(t *testing.T) {
 		"/api/public/observations/" + s.b.observation,
 		"/api/public/sessions/" + s.b.session,
 		"/api/public/projects",
+		"/api/public/v2/prompts/prompt-b",
 	} {
 		rec := apitest.Do(t, s.h, http.MethodGet, target, s.b.ProjectAuth, nil)
 		assert.Equal(t, http.StatusOK, rec.Code, "%s: %s", target, rec.Body.String())
 	}
 	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/traces/"+sharedTrace, s.b.ProjectAuth, nil)
 	assert.Contains(t, rec.Body.String(), "shared in "+s.b.ProjectID)
+	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/v2/prompts/prompt-b", s.b.ProjectAuth, nil)
+	assert.NotContains(t, rec.Body.String(), "hijacked")
 	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/projects/"+s.b.ProjectID+"/apiKeys", s.b.OrgAuth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), s.b.ProjectKeyID)

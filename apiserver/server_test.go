@@ -93,7 +93,7 @@ func TestErrorStatuses(t *testing.T) {
 	rec := apitest.Do(t, s.h, http.MethodPatch, "/api/public/traces", s.a.ProjectAuth, nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	assert.JSONEq(t, `{"message":"Method not allowed","error":"MethodNotAllowedError"}`, rec.Body.String())
-	assert.Equal(t, "DELETE, GET, OPTIONS", rec.Header().Get("Allow"))
+	assert.Equal(t, "DELETE, GET, HEAD, OPTIONS", rec.Header().Get("Allow"))
 
 	for _, target := range []string{"/api/public/nope", "/", "/api/public/traces/a/b"} {
 		rec := apitest.Do(t, s.h, http.MethodGet, target, s.a.ProjectAuth, nil)

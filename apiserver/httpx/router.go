@@ -85,6 +85,9 @@ func NewRouter(routes []Route, opts Options) (h http.Handler, err error) {
 			methods = append(methods, m)
 		}
 		methods = append(methods, http.MethodOptions)
+		if _, ok := pr.methods[http.MethodGet]; ok {
+			methods = append(methods, http.MethodHead)
+		}
 		slices.Sort(methods)
 		pr.allow = strings.Join(methods, ", ")
 		mux.Handle(path, pr)
@@ -103,8 +106,9 @@ func (rt *router) check(route *Route) error {
 		return fmt.Errorf("route %s %q: path must start with /", route.Method, route.Path)
 	case strings.Contains(route.Path, "...}") || strings.Contains(route.Path, "{$}"):
 		return fmt.Errorf("route %s %s: only single-segment wildcards are supported", route.Method, route.Path)
-	case route.Method == "" || route.Method == http.MethodOptions || strings.ToUpper(route.Method) != route.Method:
-		return fmt.Errorf("route %s %s: method must be an upper-case HTTP method other than OPTIONS", route.Method, route.Path)
+	case route.Method == "" || route.Method == http.MethodOptions || route.Method == http.MethodHead ||
+		strings.ToUpper(route.Method) != route.Method:
+		return fmt.Errorf("route %s %s: method must be an upper-case HTTP method other than OPTIONS and HEAD", route.Method, route.Path)
 	case route.Access != Public && rt.verifier == nil:
 		return fmt.Errorf("route %s %s requires a key but no verifier is configured", route.Method, route.Path)
 	}
@@ -113,7 +117,12 @@ func (rt *router) check(route *Route) error {
 
 func (pr *pathRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	allowCORS(w, r)
-	route, ok := pr.methods[r.Method]
+	method := r.Method
+	if method == http.MethodHead {
+		// HEAD is GET without the body, which net/http drops.
+		method = http.MethodGet
+	}
+	route, ok := pr.methods[method]
 	switch {
 	case ok:
 		pr.r.serve(w, r, route)

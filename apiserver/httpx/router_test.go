@@ -174,7 +174,12 @@ func TestRouterErrors(t *testing.T) {
 	code, body, hdr := do(t, h, http.MethodDelete, "/api/public/things/t1", project, "")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	assert.Equal(t, map[string]any{"message": "Method not allowed", "error": "MethodNotAllowedError"}, body)
-	assert.Equal(t, "GET, OPTIONS", hdr.Get("Allow"))
+	assert.Equal(t, "GET, HEAD, OPTIONS", hdr.Get("Allow"))
+
+	req := httptest.NewRequest(http.MethodHead, "/api/public/open", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusOK, rec.Code, "HEAD is served by the GET route")
 
 	code, body, _ = do(t, h, http.MethodPost, "/api/public/things", project, `{"a":1}`)
 	assert.Equal(t, http.StatusCreated, code)
@@ -232,6 +237,7 @@ func TestNewRouterRejectsBadTables(t *testing.T) {
 		{"no handler", []Route{{Method: "GET", Path: "/a"}}, Options{}, "no handler"},
 		{"relative path", []Route{{Method: "GET", Path: "a", Handler: ok}}, Options{}, "must start with /"},
 		{"lower-case method", []Route{{Method: "get", Path: "/a", Handler: ok}}, Options{}, "upper-case"},
+		{"explicit HEAD", []Route{{Method: "HEAD", Path: "/a", Handler: ok}}, Options{}, "other than OPTIONS and HEAD"},
 		{"rest wildcard", []Route{{Method: "GET", Path: "/a/{rest...}", Handler: ok}}, Options{}, "single-segment"},
 		{"key without verifier", []Route{{Method: "GET", Path: "/a", Access: ProjectKey, Handler: ok}}, Options{}, "no verifier"},
 		{"conflicting patterns", []Route{{Method: "GET", Path: "/a/{x}/b", Handler: ok}, {Method: "GET", Path: "/a/b/{y}", Handler: ok}}, Options{}, "register routes"},
