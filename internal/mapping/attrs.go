@@ -128,11 +128,11 @@ const (
 type spanAttrs struct {
 	// Trace level.
 	traceName, userID, lfUserID, sessionID, lfSessionID, conversationID attr
-	traceTags, lfTags, tracePublic, lfPublic, traceMetadata, lfMetadata  attr
-	traceInput, traceOutput, asRoot                                      attr
-	obsMetaUserID, obsMetaSessionID, obsMetaTags                         attr
-	traceMetaUserID, traceMetaSessionID, traceMetaTags                   attr
-	aiMetaUserID, aiMetaSessionID, aiMetaTags, aiMetaPrompt, tagTags     attr
+	traceTags, lfTags, tracePublic, lfPublic, traceMetadata, lfMetadata attr
+	traceInput, traceOutput, asRoot                                     attr
+	obsMetaUserID, obsMetaSessionID, obsMetaTags                        attr
+	traceMetaUserID, traceMetaSessionID, traceMetaTags                  attr
+	aiMetaUserID, aiMetaSessionID, aiMetaTags, aiMetaPrompt, tagTags    attr
 
 	// Observation level, Langfuse keys.
 	obsType, obsMetadata, obsLevel, obsStatusMessage, obsInput, obsOutput attr
@@ -141,7 +141,7 @@ type spanAttrs struct {
 	environment, deployEnvName, deployEnv, release, version               attr
 
 	// Type, name and model.
-	oiKind, genaiOperation, genkitSubtype, genkitName, operationName, aiOperationID attr
+	oiKind, genaiOperation, genkitSubtype, genkitName, operationName, aiOperationID  attr
 	aiModelID, genaiRequestModel, genaiResponseModel, llmModelName, llmResponseModel attr
 	model, genaiToolName, genaiToolCallID, flueToolName, flueToolCallID              attr
 	flueTaskID, flueTaskAgent, logfireMsg, aiToolCallName, aiFunctionID              attr
@@ -166,310 +166,320 @@ type spanAttrs struct {
 	aiPromptTools, sampleRate                                                         attr
 
 	families uint32
+	touched  []*attr // fields set for the current span, cleared by reset
 }
 
-// set records one attribute. It reports whether the key is consumed as
-// input/output (or is internal), in which case it is left out of the
-// "attributes" metadata object.
-func (a *spanAttrs) set(k string, v pcommon.Value) (hidden bool) {
-	at := attr{v: v, ok: true}
+// reset clears what the previous span set. Clearing only those fields keeps
+// the cost independent of how many keys the mapping knows.
+func (a *spanAttrs) reset() {
+	for _, p := range a.touched {
+		*p = attr{}
+	}
+	a.touched = a.touched[:0]
+	a.families = 0
+}
+
+// set records one attribute and returns its key family. It reports whether
+// the key is consumed as input/output (or is internal), in which case it is
+// left out of the "attributes" metadata object.
+func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
+	var p *attr
 	switch k {
 	case "langfuse.trace.name":
-		a.traceName = at
+		p = &a.traceName
 	case "user.id":
-		a.userID = at
+		p = &a.userID
 	case "langfuse.user.id":
-		a.lfUserID = at
+		p = &a.lfUserID
 	case "session.id":
-		a.sessionID = at
+		p = &a.sessionID
 	case "langfuse.session.id":
-		a.lfSessionID = at
+		p = &a.lfSessionID
 	case "gen_ai.conversation.id":
-		a.conversationID = at
+		p = &a.conversationID
 	case "langfuse.trace.tags":
-		a.traceTags = at
+		p = &a.traceTags
 	case "langfuse.tags":
-		a.lfTags = at
+		p = &a.lfTags
 	case "langfuse.trace.public":
-		a.tracePublic = at
+		p = &a.tracePublic
 	case "langfuse.public":
-		a.lfPublic = at
+		p = &a.lfPublic
 	case "langfuse.trace.metadata":
-		a.traceMetadata = at
+		p = &a.traceMetadata
 	case "langfuse.metadata":
-		a.lfMetadata = at
+		p = &a.lfMetadata
 	case "langfuse.trace.input":
-		a.traceInput, hidden = at, true
+		p, hidden = &a.traceInput, true
 	case "langfuse.trace.output":
-		a.traceOutput, hidden = at, true
+		p, hidden = &a.traceOutput, true
 	case "langfuse.internal.as_root":
-		a.asRoot = at
+		p = &a.asRoot
 	case "langfuse.observation.metadata.langfuse_user_id":
-		a.obsMetaUserID = at
+		p = &a.obsMetaUserID
 	case "langfuse.observation.metadata.langfuse_session_id":
-		a.obsMetaSessionID = at
+		p = &a.obsMetaSessionID
 	case "langfuse.observation.metadata.langfuse_tags":
-		a.obsMetaTags = at
+		p = &a.obsMetaTags
 	case "langfuse.trace.metadata.langfuse_user_id":
-		a.traceMetaUserID = at
+		p = &a.traceMetaUserID
 	case "langfuse.trace.metadata.langfuse_session_id":
-		a.traceMetaSessionID = at
+		p = &a.traceMetaSessionID
 	case "langfuse.trace.metadata.langfuse_tags":
-		a.traceMetaTags = at
+		p = &a.traceMetaTags
 	case "ai.telemetry.metadata.userId":
-		a.aiMetaUserID = at
+		p = &a.aiMetaUserID
 	case "ai.telemetry.metadata.sessionId":
-		a.aiMetaSessionID = at
+		p = &a.aiMetaSessionID
 	case "ai.telemetry.metadata.tags":
-		a.aiMetaTags = at
+		p = &a.aiMetaTags
 	case "ai.telemetry.metadata.langfusePrompt":
-		a.aiMetaPrompt = at
+		p = &a.aiMetaPrompt
 	case "tag.tags":
-		a.tagTags = at
+		p = &a.tagTags
 
 	case "langfuse.observation.type":
-		a.obsType = at
+		p = &a.obsType
 	case "langfuse.observation.metadata":
-		a.obsMetadata = at
+		p = &a.obsMetadata
 	case "langfuse.observation.level":
-		a.obsLevel = at
+		p = &a.obsLevel
 	case "langfuse.observation.status_message":
-		a.obsStatusMessage = at
+		p = &a.obsStatusMessage
 	case "langfuse.observation.input":
-		a.obsInput, hidden = at, true
+		p, hidden = &a.obsInput, true
 	case "langfuse.observation.output":
-		a.obsOutput, hidden = at, true
+		p, hidden = &a.obsOutput, true
 	case "langfuse.observation.completion_start_time":
-		a.obsCompletionStart = at
+		p = &a.obsCompletionStart
 	case "langfuse.observation.model.name":
-		a.obsModel = at
+		p = &a.obsModel
 	case "langfuse.observation.model.parameters":
-		a.obsModelParams = at
+		p = &a.obsModelParams
 	case "langfuse.observation.usage_details":
-		a.obsUsage = at
+		p = &a.obsUsage
 	case "langfuse.observation.cost_details":
-		a.obsCost = at
+		p = &a.obsCost
 	case "langfuse.observation.prompt.name":
-		a.obsPromptName = at
+		p = &a.obsPromptName
 	case "langfuse.observation.prompt.version":
-		a.obsPromptVersion = at
+		p = &a.obsPromptVersion
 	case "langfuse.prompt.name":
-		a.lfPromptName = at
+		p = &a.lfPromptName
 	case "langfuse.prompt.version":
-		a.lfPromptVersion = at
+		p = &a.lfPromptVersion
 	case "langfuse.environment":
-		a.environment = at
+		p = &a.environment
 	case "deployment.environment.name":
-		a.deployEnvName = at
+		p = &a.deployEnvName
 	case "deployment.environment":
-		a.deployEnv = at
+		p = &a.deployEnv
 	case "langfuse.release":
-		a.release = at
+		p = &a.release
 	case "langfuse.version":
-		a.version = at
+		p = &a.version
 
 	case "openinference.span.kind":
-		a.oiKind = at
+		p = &a.oiKind
 	case "gen_ai.operation.name":
-		a.genaiOperation = at
+		p = &a.genaiOperation
 	case "genkit:metadata:subtype":
-		a.genkitSubtype = at
+		p = &a.genkitSubtype
 	case "genkit:name":
-		a.genkitName = at
+		p = &a.genkitName
 	case "operation.name":
-		a.operationName = at
+		p = &a.operationName
 	case "ai.operationId":
-		a.aiOperationID = at
+		p = &a.aiOperationID
 	case "ai.model.id":
-		a.aiModelID = at
+		p = &a.aiModelID
 	case "gen_ai.request.model":
-		a.genaiRequestModel = at
+		p = &a.genaiRequestModel
 	case "gen_ai.response.model":
-		a.genaiResponseModel = at
+		p = &a.genaiResponseModel
 	case "llm.model_name":
-		a.llmModelName = at
+		p = &a.llmModelName
 	case "llm.response.model":
-		a.llmResponseModel = at
+		p = &a.llmResponseModel
 	case "model":
-		a.model = at
+		p = &a.model
 	case "gen_ai.tool.name":
-		a.genaiToolName = at
+		p = &a.genaiToolName
 	case "gen_ai.tool.call.id":
-		a.genaiToolCallID = at
+		p = &a.genaiToolCallID
 	case "flue.tool.name":
-		a.flueToolName = at
+		p = &a.flueToolName
 	case "flue.tool.call_id":
-		a.flueToolCallID = at
+		p = &a.flueToolCallID
 	case "flue.task.id":
-		a.flueTaskID = at
+		p = &a.flueTaskID
 	case "flue.task.agent":
-		a.flueTaskAgent = at
+		p = &a.flueTaskAgent
 	case "logfire.msg":
-		a.logfireMsg = at
+		p = &a.logfireMsg
 	case "ai.toolCall.name":
-		a.aiToolCallName = at
+		p = &a.aiToolCallName
 	case "ai.telemetry.functionId":
-		a.aiFunctionID = at
+		p = &a.aiFunctionID
 	case "ai.response.msToFirstChunk":
-		a.aiMsToFirstChunk = at
+		p = &a.aiMsToFirstChunk
 	case "ai.stream.msToFirstChunk":
-		a.aiStreamMsToFirstChunk = at
+		p = &a.aiStreamMsToFirstChunk
 
 	case "ai.prompt.messages":
-		a.aiPromptMessages, hidden = at, true
+		p, hidden = &a.aiPromptMessages, true
 	case "ai.prompt":
-		a.aiPrompt, hidden = at, true
+		p, hidden = &a.aiPrompt, true
 	case "ai.toolCall.args":
-		a.aiToolCallArgs, hidden = at, true
+		p, hidden = &a.aiToolCallArgs, true
 	case "ai.response.text":
-		a.aiResponseText, hidden = at, true
+		p, hidden = &a.aiResponseText, true
 	case "ai.result.text":
-		a.aiResultText, hidden = at, true
+		p, hidden = &a.aiResultText, true
 	case "ai.toolCall.result":
-		a.aiToolCallResult, hidden = at, true
+		p, hidden = &a.aiToolCallResult, true
 	case "ai.response.object":
-		a.aiResponseObject, hidden = at, true
+		p, hidden = &a.aiResponseObject, true
 	case "ai.result.object":
-		a.aiResultObject, hidden = at, true
+		p, hidden = &a.aiResultObject, true
 	case "ai.response.toolCalls":
-		a.aiResponseToolCalls, hidden = at, true
+		p, hidden = &a.aiResponseToolCalls, true
 	case "ai.result.toolCalls":
-		a.aiResultToolCalls, hidden = at, true
+		p, hidden = &a.aiResultToolCalls, true
 	case "mlflow.spanInputs":
-		a.mlflowInputs, hidden = at, true
+		p, hidden = &a.mlflowInputs, true
 	case "mlflow.spanOutputs":
-		a.mlflowOutputs, hidden = at, true
+		p, hidden = &a.mlflowOutputs, true
 	case "traceloop.entity.input":
-		a.traceloopInput, hidden = at, true
+		p, hidden = &a.traceloopInput, true
 	case "traceloop.entity.output":
-		a.traceloopOutput, hidden = at, true
+		p, hidden = &a.traceloopOutput, true
 	case "input.value":
-		a.inputValue, hidden = at, true
+		p, hidden = &a.inputValue, true
 	case "output.value":
-		a.outputValue, hidden = at, true
+		p, hidden = &a.outputValue, true
 	case "input":
-		a.input, hidden = at, true
+		p, hidden = &a.input, true
 	case "output":
-		a.output, hidden = at, true
+		p, hidden = &a.output, true
 	case "tool_arguments":
-		a.toolArguments, hidden = at, true
+		p, hidden = &a.toolArguments, true
 	case "tool_response":
-		a.toolResponse, hidden = at, true
+		p, hidden = &a.toolResponse, true
 	case "gen_ai.input.messages":
-		a.genaiInputMessages, hidden = at, true
+		p, hidden = &a.genaiInputMessages, true
 	case "gen_ai.output.messages":
-		a.genaiOutputMessages, hidden = at, true
+		p, hidden = &a.genaiOutputMessages, true
 	case "gen_ai.system_instructions":
-		a.genaiSystemInstructions, hidden = at, true
+		p, hidden = &a.genaiSystemInstructions, true
 	case "gen_ai.tool.call.arguments":
-		a.genaiToolCallArgs, hidden = at, true
+		p, hidden = &a.genaiToolCallArgs, true
 	case "gen_ai.tool.call.result":
-		a.genaiToolCallResult, hidden = at, true
+		p, hidden = &a.genaiToolCallResult, true
 	case "gen_ai.prompt":
-		a.genaiPrompt, hidden = at, true
+		p, hidden = &a.genaiPrompt, true
 	case "gen_ai.completion":
-		a.genaiCompletion, hidden = at, true
+		p, hidden = &a.genaiCompletion, true
 
 	case "ai.settings.maxSteps":
-		a.aiMaxSteps = at
+		p = &a.aiMaxSteps
 	case "ai.prompt.toolChoice":
-		a.aiToolChoice = at
+		p = &a.aiToolChoice
 	case "ai.settings.maxRetries":
-		a.aiMaxRetries = at
+		p = &a.aiMaxRetries
 	case "ai.settings.mode":
-		a.aiMode = at
+		p = &a.aiMode
 	case "ai.model.provider":
-		a.aiModelProvider = at
+		p = &a.aiModelProvider
 	case "gen_ai.request.max_tokens":
-		a.genaiMaxTokens = at
+		p = &a.genaiMaxTokens
 	case "gen_ai.request.temperature":
-		a.genaiTemperature = at
+		p = &a.genaiTemperature
 	case "gen_ai.request.service_tier":
-		a.genaiServiceTier = at
+		p = &a.genaiServiceTier
 	case "gen_ai.response.finish_reasons":
-		a.genaiFinishReasons = at
+		p = &a.genaiFinishReasons
 	case "gen_ai.finishReason":
-		a.genaiFinishReasonLegacy = at
+		p = &a.genaiFinishReasonLegacy
 	case "gen_ai.system":
-		a.genaiSystem = at
+		p = &a.genaiSystem
 	case "ai.response.providerMetadata":
-		a.aiProviderMetadata = at
+		p = &a.aiProviderMetadata
 	case "llm.invocation_parameters":
-		a.llmInvocationParameters = at
+		p = &a.llmInvocationParameters
 	case "model_config":
-		a.modelConfig = at
+		p = &a.modelConfig
 
 	case "ai.usage.tokens":
-		a.aiUsageTokens = at
+		p = &a.aiUsageTokens
 	case "ai.usage.cachedInputTokens":
-		a.aiUsageCachedInput = at
+		p = &a.aiUsageCachedInput
 	case "ai.usage.reasoningTokens":
-		a.aiUsageReasoning = at
+		p = &a.aiUsageReasoning
 	case "gen_ai.usage.cost":
-		a.genaiUsageCost = at
+		p = &a.genaiUsageCost
 	case "llm.cost.total":
-		a.llmCostTotal = at
+		p = &a.llmCostTotal
 	case "ai.prompt.tools":
 		// Shown as metadata "tools"; kept once.
-		a.aiPromptTools, hidden = at, true
+		p, hidden = &a.aiPromptTools, true
 	case sampleRateAttribute:
-		a.sampleRate = at
+		p = &a.sampleRate
 	}
-	return a.family(k) || hidden
+	if p != nil {
+		*p = attr{v: v, ok: true}
+		a.touched = append(a.touched, p)
+	}
+	fam, famHidden := family(k)
+	a.families |= fam
+	return fam, hidden || famHidden
 }
 
-// family records the prefix family of k and reports whether keys of that
-// family are left out of the "attributes" metadata object (they are shown as
-// metadata keys or rebuilt into input/output instead).
-func (a *spanAttrs) family(k string) (hidden bool) {
+// family returns the prefix family of k and whether keys of that family are
+// left out of the "attributes" metadata object (they are shown as metadata
+// keys or rebuilt into input/output instead).
+func family(k string) (fam uint32, hidden bool) {
 	if len(k) < 9 {
-		return false
+		return 0, false
 	}
 	switch k[0] {
 	case 'l':
 		switch {
 		case strings.HasPrefix(k, prefixObsMeta):
-			a.families |= famObsMeta
-			return true
+			return famObsMeta, true
 		case strings.HasPrefix(k, prefixTraceMeta):
-			a.families |= famTraceMeta
-			return true
+			return famTraceMeta, true
 		case strings.HasPrefix(k, prefixLegacyMeta):
-			a.families |= famLegacyMeta
+			return famLegacyMeta, false
 		case strings.HasPrefix(k, prefixLLMTokens):
-			a.families |= famLLMTokens
+			return famLLMTokens, false
 		case strings.HasPrefix(k, prefixLLMInvParams):
-			a.families |= famLLMInvParams
+			return famLLMInvParams, false
 		case strings.HasPrefix(k, prefixLLMInMsgs):
-			a.families |= famLLMInMsgs
-			return true
+			return famLLMInMsgs, true
 		case strings.HasPrefix(k, prefixLLMOutMsgs):
-			a.families |= famLLMOutMsgs
-			return true
+			return famLLMOutMsgs, true
 		}
 	case 'a':
 		switch {
 		case strings.HasPrefix(k, prefixAIMeta):
-			a.families |= famAIMeta
-			return true
+			return famAIMeta, true
 		case strings.HasPrefix(k, prefixAIUsage):
-			a.families |= famAIUsage
+			return famAIUsage, false
 		}
 	case 'g':
 		switch {
 		case strings.HasPrefix(k, prefixGenAIUsage):
-			a.families |= famGenAIUsage
+			return famGenAIUsage, false
 		case strings.HasPrefix(k, prefixGenAIRequest):
-			a.families |= famGenAIRequest
+			return famGenAIRequest, false
 		case strings.HasPrefix(k, prefixGenAIPrompt):
-			a.families |= famGenAIPrompt
-			return true
+			return famGenAIPrompt, true
 		case strings.HasPrefix(k, prefixGenAICompl):
-			a.families |= famGenAICompletion
-			return true
+			return famGenAICompletion, true
 		case strings.HasPrefix(k, prefixInternal):
-			return true
+			return 0, true
 		}
 	}
-	return false
+	return 0, false
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -158,36 +157,158 @@ func appendEmbeddedValue(dst []byte, v pcommon.Value) []byte {
 
 // isJSON reports whether s is one complete JSON value.
 func isJSON(s string) bool {
-	if s == "" {
-		return false
-	}
-	switch s[0] {
-	case '{', '[', '"', '-', 't', 'f', 'n', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', ' ', '\t', '\n', '\r':
-	default:
-		return false
-	}
-	return json.Valid(bytesOf(s))
-}
-
-// bytesOf views s as bytes without copying; only for read-only callees such
-// as json.Valid, which would otherwise force a copy of every large input.
-func bytesOf(s string) []byte {
-	return unsafe.Slice(unsafe.StringData(s), len(s))
+	end, ok := validValue(s, skipSpace(s, 0), 0)
+	return ok && skipSpace(s, end) == len(s)
 }
 
 // isJSONObject reports whether s is a valid JSON object.
 func isJSONObject(s string) bool {
-	t := strings.TrimLeft(s, " \t\r\n")
-	return t != "" && t[0] == '{' && json.Valid(bytesOf(t))
+	i := skipSpace(s, 0)
+	return i < len(s) && s[i] == '{' && isJSON(s)
 }
 
 // isJSONArray reports whether s is a valid JSON array.
 func isJSONArray(s string) bool {
-	t := strings.TrimLeft(s, " \t\r\n")
-	return t != "" && t[0] == '[' && json.Valid(bytesOf(t))
+	i := skipSpace(s, 0)
+	return i < len(s) && s[i] == '[' && isJSON(s)
 }
 
-// The scanner below walks JSON text that json.Valid has accepted; it never
+// maxJSONDepth bounds nesting; deeper input counts as invalid rather than
+// costing stack.
+const maxJSONDepth = 512
+
+// validValue checks the JSON value starting at s[i] (RFC 8259) and returns
+// the index just past it. It accepts what encoding/json's Valid accepts, up
+// to maxJSONDepth, several times faster, which matters because attribute
+// blobs are checked on every span.
+func validValue(s string, i, depth int) (int, bool) {
+	if i >= len(s) || depth > maxJSONDepth {
+		return i, false
+	}
+	switch c := s[i]; {
+	case c == '{':
+		return validContainer(s, skipSpace(s, i+1), depth, '}', true)
+	case c == '[':
+		return validContainer(s, skipSpace(s, i+1), depth, ']', false)
+	case c == '"':
+		return validString(s, i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return validNumber(s, i)
+	case strings.HasPrefix(s[i:], "true"), strings.HasPrefix(s[i:], "null"):
+		return i + 4, true
+	case strings.HasPrefix(s[i:], "false"):
+		return i + 5, true
+	}
+	return i, false
+}
+
+// validContainer checks the members of an object or the elements of an
+// array, from just after the opening bracket.
+func validContainer(s string, i, depth int, closing byte, object bool) (int, bool) {
+	if i < len(s) && s[i] == closing {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if object {
+			if i >= len(s) || s[i] != '"' {
+				return i, false
+			}
+			if i, ok = validString(s, i); !ok {
+				return i, false
+			}
+			i = skipSpace(s, i)
+			if i >= len(s) || s[i] != ':' {
+				return i, false
+			}
+			i = skipSpace(s, i+1)
+		}
+		if i, ok = validValue(s, i, depth+1); !ok {
+			return i, false
+		}
+		i = skipSpace(s, i)
+		if i < len(s) && s[i] == closing {
+			return i + 1, true
+		}
+		if i >= len(s) || s[i] != ',' {
+			return i, false
+		}
+		i = skipSpace(s, i+1)
+	}
+}
+
+func validString(s string, i int) (int, bool) {
+	for i++; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			i++
+			if i >= len(s) {
+				return i, false
+			}
+			switch s[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) {
+					return i, false
+				}
+				i += 4
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func validNumber(s string, i int) (int, bool) {
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i)
+	default:
+		return i, false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// The scanner below walks JSON text that isJSON has accepted; it never
 // has to report errors, only to find where values start and end.
 
 func skipSpace(s string, i int) int {

@@ -26,8 +26,8 @@ func Observations(td ptrace.Traces, now time.Time) []model.Observation {
 // AppendObservations is the allocation-friendly form used on the hot path: it
 // appends to dst and reuses per-resource work across the resource's spans.
 func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time) []model.Observation {
-	m := getMapper(now)
-	defer mapperPool.Put(m)
+	m := getMapper(now, td.SpanCount())
+	defer putMapper(m)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -48,8 +48,8 @@ func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time
 
 // FromSpan maps one span.
 func FromSpan(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {
-	m := getMapper(now)
-	defer mapperPool.Put(m)
+	m := getMapper(now, 1)
+	defer putMapper(m)
 	m.setResource(res)
 	m.setScope(scope)
 	var o model.Observation
@@ -59,11 +59,28 @@ func FromSpan(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptr
 
 var mapperPool = sync.Pool{New: func() any { return new(mapper) }}
 
-func getMapper(now time.Time) *mapper {
+func getMapper(now time.Time, spans int) *mapper {
 	m := mapperPool.Get().(*mapper)
 	m.now = now.UnixMicro()
+	// A fresh id buffer each call: earlier observations keep pointing into the old one.
+	m.ids = make([]byte, 0, spans*2*hex.EncodedLen(len(pcommon.SpanID{})))
 	m.lastTraceID, m.lastTraceHex = pcommon.TraceID{}, ""
+	m.lastMeta, m.lastTraceMeta, m.lastMPs = "", "", ""
+	m.lastTagsSrc, m.lastTags = attr{}, nil
 	return m
+}
+
+// putMapper returns m to the pool without what it must not keep: the
+// input's values and the output's strings.
+func putMapper(m *mapper) {
+	m.span = ptrace.Span{}
+	m.a.reset()
+	m.meta = m.meta[:0]
+	m.res = resourceInfo{attrsJSON: m.res.attrsJSON[:0], traceMeta: m.res.traceMeta, meta: m.res.meta[:0]}
+	m.ids = nil
+	m.lastTraceHex, m.lastMeta, m.lastTraceMeta, m.lastMPs = "", "", "", ""
+	m.lastTagsSrc, m.lastTags = attr{}, nil
+	mapperPool.Put(m)
 }
 
 // mapper carries the state of one mapping call: what was derived from the
@@ -76,15 +93,26 @@ type mapper struct {
 
 	span   ptrace.Span
 	a      spanAttrs
-	hidden []bool // per span attribute: left out of metadata "attributes"
+	hidden []bool     // per span attribute: left out of metadata "attributes"
+	meta   []keyValue // the span's attributes under metadata prefixes
 
-	obj     objBuilder
-	objItem objBuilder
-	buf     []byte
-	tmp     []byte
+	obj      objBuilder
+	objItem  objBuilder
+	buf      []byte
+	tmp      []byte
+	usageRaw usagePairs
 
-	lastTraceID  pcommon.TraceID
-	lastTraceHex string
+	// Output strings. Ids are cut from one buffer per call; for the JSON
+	// fields, consecutive spans often produce the same text (propagated trace
+	// metadata, the resource part of metadata), so the last string is reused
+	// when equal. Observations of one call may share these strings and the
+	// Tags slice; they are read-only.
+	ids                              []byte
+	lastTraceID                      pcommon.TraceID
+	lastTraceHex                     string
+	lastMeta, lastTraceMeta, lastMPs string
+	lastTagsSrc                      attr
+	lastTags                         []string
 }
 
 // resourceInfo is what every span of a resource shares.
@@ -98,7 +126,15 @@ type resourceInfo struct {
 	sampleRate  attr
 	attrsJSON   []byte     // resourceAttributes metadata object
 	traceMeta   objBuilder // trace metadata carried by resource attributes
+	meta        []keyValue // scratch: resource attributes under metadata prefixes
 }
+
+type keyValue struct {
+	key string
+	v   pcommon.Value
+}
+
+const metadataFamilies = famObsMeta | famTraceMeta | famLegacyMeta | famAIMeta
 
 // scopeInfo is what every span of an instrumentation scope shares.
 type scopeInfo struct {
@@ -111,7 +147,7 @@ type scopeInfo struct {
 
 func (m *mapper) setResource(res pcommon.Resource) {
 	r := &m.res
-	*r = resourceInfo{attrsJSON: r.attrsJSON[:0], traceMeta: r.traceMeta}
+	*r = resourceInfo{attrsJSON: r.attrsJSON[:0], traceMeta: r.traceMeta, meta: r.meta[:0]}
 	r.traceMeta.reset()
 	attrs := res.Attributes()
 	var traceBlob, legacyBlob attr
@@ -143,6 +179,9 @@ func (m *mapper) setResource(res pcommon.Resource) {
 		case "langfuse.metadata":
 			legacyBlob = at
 		}
+		if fam, _ := family(k); fam&metadataFamilies != 0 {
+			r.meta = append(r.meta, keyValue{k, v})
+		}
 		if strings.HasPrefix(k, prefixInternal) {
 			continue
 		}
@@ -155,7 +194,7 @@ func (m *mapper) setResource(res pcommon.Resource) {
 		r.attrsJSON = appendValue(r.attrsJSON, v)
 	}
 	r.attrsJSON = append(r.attrsJSON, '}')
-	addMetadata(&r.traceMeta, attrs, pick(traceBlob, legacyBlob), prefixTraceMeta)
+	addMetadata(&r.traceMeta, r.meta, pick(traceBlob, legacyBlob), prefixTraceMeta)
 }
 
 func (m *mapper) setScope(scope pcommon.InstrumentationScope) {
@@ -201,19 +240,24 @@ func leadingInt(s string) (int, string) {
 func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 	m.span = span
 	a := &m.a
-	*a = spanAttrs{}
+	a.reset()
 	m.hidden = m.hidden[:0]
-	attrs := span.Attributes()
-	for k, v := range attrs.All() {
-		m.hidden = append(m.hidden, a.set(k, v))
+	m.meta = m.meta[:0]
+	for k, v := range span.Attributes().All() {
+		fam, hidden := a.set(k, v)
+		m.hidden = append(m.hidden, hidden)
+		if fam&metadataFamilies != 0 {
+			m.meta = append(m.meta, keyValue{k, v})
+		}
 	}
 
 	o.ProjectID = m.res.projectID
 	o.TraceID = m.traceHex(span.TraceID())
-	o.ID = spanHex(span.SpanID())
+	id := span.SpanID()
+	o.ID = m.hexID(id[:])
 	parent := span.ParentSpanID()
 	if !parent.IsEmpty() {
-		o.ParentID = spanHex(parent)
+		o.ParentID = m.hexID(parent[:])
 	}
 	o.IsRoot = parent.IsEmpty() || a.asRoot.isTrue()
 
@@ -262,13 +306,17 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 func (m *mapper) traceHex(id pcommon.TraceID) string {
 	if id != m.lastTraceID || m.lastTraceHex == "" {
 		m.lastTraceID = id
-		m.lastTraceHex = hex.EncodeToString(id[:])
+		m.lastTraceHex = m.hexID(id[:])
 	}
 	return m.lastTraceHex
 }
 
-func spanHex(id pcommon.SpanID) string {
-	return hex.EncodeToString(id[:])
+// hexID formats an id into the call's id buffer. The buffer is only ever
+// appended to, so the returned strings stay valid and unchanged.
+func (m *mapper) hexID(id []byte) string {
+	start := len(m.ids)
+	m.ids = hex.AppendEncode(m.ids, id)
+	return unsafeString(m.ids[start:])
 }
 
 // times returns start and end in microseconds: a missing edge takes the
@@ -402,7 +450,7 @@ func (m *mapper) traceFields(o *model.Observation) {
 	o.UserID = firstTruthy(a.lfUserID, a.userID, a.obsMetaUserID, a.traceMetaUserID, a.aiMetaUserID).text()
 	o.SessionID = firstTruthy(a.lfSessionID, a.sessionID, a.conversationID, a.obsMetaSessionID,
 		a.traceMetaSessionID, a.aiMetaSessionID).text()
-	o.Tags = tags(firstTruthy(a.traceTags, a.lfTags, a.obsMetaTags, a.traceMetaTags, a.aiMetaTags, a.tagTags))
+	o.Tags = m.tags(firstTruthy(a.traceTags, a.lfTags, a.obsMetaTags, a.traceMetaTags, a.aiMetaTags, a.tagTags))
 	o.Public = pick(a.tracePublic, a.lfPublic).isTrue()
 
 	o.TraceInput = a.traceInput.text()
@@ -421,9 +469,9 @@ func (m *mapper) traceFields(o *model.Observation) {
 	b.reset()
 	b.addAll(&m.res.traceMeta)
 	if a.families&(famTraceMeta|famLegacyMeta|famAIMeta) != 0 || a.traceMetadata.ok || a.lfMetadata.ok {
-		addMetadata(b, m.span.Attributes(), pick(a.traceMetadata, a.lfMetadata), prefixTraceMeta)
+		addMetadata(b, m.meta, pick(a.traceMetadata, a.lfMetadata), prefixTraceMeta)
 	}
-	o.TraceMetadata = m.objString(b)
+	o.TraceMetadata = m.objString(b, &m.lastTraceMeta)
 }
 
 // metadata builds the observation metadata: trace metadata from resource
@@ -436,7 +484,7 @@ func (m *mapper) metadata() string {
 	b.reset()
 	b.addAll(&m.res.traceMeta)
 	if a.families&(famObsMeta|famLegacyMeta|famAIMeta) != 0 || a.obsMetadata.ok || a.lfMetadata.ok {
-		addMetadata(b, m.span.Attributes(), pick(a.obsMetadata, a.lfMetadata), prefixObsMeta)
+		addMetadata(b, m.meta, pick(a.obsMetadata, a.lfMetadata), prefixObsMeta)
 	}
 	if a.aiPromptTools.truthy() {
 		b.addValue("tools", a.aiPromptTools.v)
@@ -447,7 +495,7 @@ func (m *mapper) metadata() string {
 	}
 	b.addRaw("resourceAttributes", unsafeString(m.res.attrsJSON))
 	b.addRaw("scope", unsafeString(m.scope.json))
-	return m.objString(b)
+	return m.objString(b, &m.lastMeta)
 }
 
 // filteredAttributes appends the span attributes that are not shown
@@ -477,22 +525,37 @@ func (m *mapper) filteredAttributes(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// objString renders a builder to a string, "{}" when empty.
-func (m *mapper) objString(b *objBuilder) string {
+// objString renders a builder to a string, "{}" when empty, reusing *last
+// when the text is the same.
+func (m *mapper) objString(b *objBuilder, last *string) string {
 	if b.empty() {
 		return "{}"
 	}
 	m.buf = b.appendTo(m.buf[:0])
-	return string(m.buf)
+	if string(m.buf) != *last {
+		*last = string(m.buf)
+	}
+	return *last
+}
+
+// tags reads the trace tags, reusing the previous span's slice when the
+// span carries the same value, as propagated tags are.
+func (m *mapper) tags(a attr) []string {
+	if a.ok && m.lastTagsSrc.ok && a.v.Equal(m.lastTagsSrc.v) {
+		return m.lastTags
+	}
+	m.lastTagsSrc, m.lastTags = a, tags(a)
+	return m.lastTags
 }
 
 // addMetadata adds metadata in Langfuse's shape: the blob's members, then
 // every attribute under the own prefix, langfuse.metadata. or
 // ai.telemetry.metadata. with the prefix removed. The Vercel AI SDK keys that
 // stand for trace fields are not metadata.
-func addMetadata(b *objBuilder, attrs pcommon.Map, blob attr, ownPrefix string) {
+func addMetadata(b *objBuilder, attrs []keyValue, blob attr, ownPrefix string) {
 	b.addBlob(blob)
-	for k, v := range attrs.All() {
+	for _, kv := range attrs {
+		k, v := kv.key, kv.v
 		var key string
 		switch {
 		case strings.HasPrefix(k, ownPrefix):

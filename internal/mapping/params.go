@@ -60,7 +60,7 @@ func (m *mapper) objOrEmpty(b *objBuilder) string {
 	if b.empty() {
 		return ""
 	}
-	return m.objString(b)
+	return m.objString(b, &m.lastMPs)
 }
 
 // vercelSettings adds the Vercel AI SDK call settings, as text.

@@ -30,7 +30,7 @@ const (
 // their details (cached, reasoning, ...); the canonical input and output
 // already exclude them.
 var (
-	inputAliases = []string{"prompt_tokens", "input_tokens", "prompt", "promptTokens", "inputTokens"}
+	inputAliases  = []string{"prompt_tokens", "input_tokens", "prompt", "promptTokens", "inputTokens"}
 	outputAliases = []string{
 		"completion_tokens", "output_tokens", "completion", "completionTokens", "outputTokens",
 	}
@@ -73,6 +73,22 @@ var (
 	}
 )
 
+// usageAliasKeys holds every key that the alias lists resolve.
+var usageAliasKeys = func() map[string]struct{} {
+	set := make(map[string]struct{})
+	for _, list := range [][]string{{UsageInput, UsageOutput}, inputAliases, outputAliases, totalAliases} {
+		for _, k := range list {
+			set[k] = struct{}{}
+		}
+	}
+	for _, d := range detailAliases {
+		for _, k := range d.aliases {
+			set[k] = struct{}{}
+		}
+	}
+	return set
+}()
+
 // NormalizeUsage turns provider-specific usage keys into the canonical ones:
 // input, output, total, input_cached_tokens, input_cache_creation,
 // input_audio_tokens, output_reasoning_tokens, output_audio_tokens, and
@@ -86,23 +102,55 @@ var (
 // removed), negative values dropped, and total, when absent, is the sum of
 // all values. The input map is not modified; nil or empty input gives nil.
 func NormalizeUsage(raw map[string]int64) map[string]int64 {
+	var pairs usagePairs
+	for k, n := range raw {
+		pairs = append(pairs, usagePair{k, n})
+	}
+	return normalizeUsage(pairs)
+}
+
+// usagePair is one raw usage count; the mapping collects them in a slice,
+// which for the handful of keys a span has is cheaper than a map.
+type usagePair struct {
+	key string
+	n   int64
+}
+
+type usagePairs []usagePair
+
+// set adds or replaces a count (a repeated key keeps its last value).
+func (ps *usagePairs) set(key string, n int64) {
+	for i := range *ps {
+		if (*ps)[i].key == key {
+			(*ps)[i].n = n
+			return
+		}
+	}
+	*ps = append(*ps, usagePair{key, n})
+}
+
+func (ps usagePairs) get(key string) (int64, bool) {
+	for _, p := range ps {
+		if p.key == key {
+			return p.n, true
+		}
+	}
+	return 0, false
+}
+
+// normalizeUsage is NormalizeUsage over unique keys.
+func normalizeUsage(raw usagePairs) map[string]int64 {
 	if len(raw) == 0 {
 		return nil
 	}
 	out := make(map[string]int64, len(raw)+1)
-	used := make(map[string]bool, len(raw))
 	first := func(keys []string) (int64, bool) {
-		var v int64
-		found := false
 		for _, k := range keys {
-			if n, ok := raw[k]; ok {
-				used[k] = true
-				if !found && n >= 0 {
-					v, found = n, true
-				}
+			if n, ok := raw.get(k); ok && n >= 0 {
+				return n, true
 			}
 		}
-		return v, found
+		return 0, false
 	}
 
 	input, hasInput := first([]string{UsageInput})
@@ -121,9 +169,10 @@ func NormalizeUsage(raw map[string]int64) map[string]int64 {
 			out[d.key] = n
 		}
 	}
-	for k, n := range raw {
-		if used[k] || n < 0 {
-			continue
+	for _, p := range raw {
+		k, n := p.key, p.n
+		if _, alias := usageAliasKeys[k]; alias || n < 0 {
+			continue // an alias that lost to an earlier one is dropped
 		}
 		key := strings.TrimPrefix(k, providerDetailsStrip)
 		for _, p := range detailPrefixes {
@@ -178,19 +227,20 @@ func NormalizeUsage(raw map[string]int64) map[string]int64 {
 // llm.token_count.* keys.
 func (m *mapper) usage() map[string]int64 {
 	a := &m.a
+	raw := m.usageRaw[:0]
+	defer func() { m.usageRaw = raw[:0] }()
 	if s := a.obsUsage.str(); s != "" && isJSONObject(s) {
-		raw := make(map[string]int64)
-		flattenNumbers(raw, "", s, 0)
-		if u := NormalizeUsage(raw); u != nil {
+		flattenNumbers(&raw, "", s, 0)
+		if u := normalizeUsage(raw); u != nil {
 			return u
 		}
+		raw = raw[:0]
 	}
 	if a.families&(famGenAIUsage|famLLMTokens) == 0 {
 		return nil
 	}
-	raw := make(map[string]int64)
 	if m.scope.name == "ai" {
-		m.vercelUsage(raw)
+		m.vercelUsage(&raw)
 	} else {
 		for k, v := range m.span.Attributes().All() {
 			var key string
@@ -206,17 +256,17 @@ func (m *mapper) usage() map[string]int64 {
 				continue
 			}
 			if n, ok := intOf(attr{v: v, ok: true}); ok {
-				raw[key] = n
+				raw.set(key, n)
 			}
 		}
 	}
-	return NormalizeUsage(raw)
+	return normalizeUsage(raw)
 }
 
 // vercelUsage collects the AI SDK's usage. Only the provider-call spans carry
 // gen_ai.usage.*; the enclosing ai.* spans repeat their children's sum in
 // ai.usage.* and are left without usage so that nothing is counted twice.
-func (m *mapper) vercelUsage(raw map[string]int64) {
+func (m *mapper) vercelUsage(raw *usagePairs) {
 	a := &m.a
 	attrs := m.span.Attributes()
 	for _, k := range [...][2]string{
@@ -226,10 +276,10 @@ func (m *mapper) vercelUsage(raw map[string]int64) {
 		{"gen_ai.usage.output_tokens", "output_tokens"},
 	} {
 		if n, ok := intOf(get(attrs, k[0])); ok {
-			raw[k[1]] = n
+			raw.set(k[1], n)
 		}
 	}
-	if len(raw) == 0 {
+	if len(*raw) == 0 {
 		return
 	}
 	for _, k := range [...]struct {
@@ -241,12 +291,12 @@ func (m *mapper) vercelUsage(raw map[string]int64) {
 		{a.aiUsageReasoning, UsageOutputReasoning},
 	} {
 		if n, ok := intOf(k.a); ok {
-			raw[k.key] = n
+			raw.set(k.key, n)
 		}
 	}
 	if s := a.aiProviderMetadata.str(); s != "" && isJSONObject(s) {
-		meta := make(map[string]int64)
-		flattenNumbers(meta, "", s, 0)
+		var meta usagePairs
+		flattenNumbers(&meta, "", s, 0)
 		for _, k := range [...][2]string{
 			{"openai.cachedPromptTokens", UsageInputCached},
 			{"openai.acceptedPredictionTokens", "accepted_prediction_tokens"},
@@ -260,28 +310,31 @@ func (m *mapper) vercelUsage(raw map[string]int64) {
 			{"bedrock.usage.cacheWriteInputTokens", "input_cache_write"},
 			{"bedrock.usage.cacheCreationInputTokens", UsageInputCacheCreate},
 		} {
-			if n, ok := meta[k[0]]; ok {
-				if _, set := raw[k[1]]; !set {
-					raw[k[1]] = n
+			if n, ok := meta.get(k[0]); ok {
+				if _, set := raw.get(k[1]); !set {
+					raw.set(k[1], n)
 				}
 			}
 		}
 		// Anthropic reports cache creation in total and per TTL; keep the
 		// per-TTL counts and only the remainder in the total key.
-		if n5, n1 := raw["input_cache_creation_5m"], raw["input_cache_creation_1h"]; n5+n1 > 0 {
-			raw[UsageInputCacheCreate] = max(raw[UsageInputCacheCreate]-n5-n1, 0)
+		n5, _ := raw.get("input_cache_creation_5m")
+		n1, _ := raw.get("input_cache_creation_1h")
+		if n5+n1 > 0 {
+			total, _ := raw.get(UsageInputCacheCreate)
+			raw.set(UsageInputCacheCreate, max(total-n5-n1, 0))
 		}
 	}
 }
 
 // flattenNumbers collects the numbers (or numeric strings) of a JSON object
 // into dst with dotted keys for nested objects.
-func flattenNumbers(dst map[string]int64, prefix, obj string, depth int) {
+func flattenNumbers(dst *usagePairs, prefix, obj string, depth int) {
 	if depth > maxUsageFlattenDepth {
 		return
 	}
 	eachMember(obj, func(k, raw string) {
-		if len(dst) >= maxUsageFlattenMembers {
+		if len(*dst) >= maxUsageFlattenMembers {
 			return
 		}
 		key := k
@@ -293,7 +346,7 @@ func flattenNumbers(dst map[string]int64, prefix, obj string, depth int) {
 			return
 		}
 		if f, ok := rawNumber(raw); ok && f == float64(int64(f)) {
-			dst[key] = int64(f)
+			dst.set(key, int64(f))
 		}
 	})
 }

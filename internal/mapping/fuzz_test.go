@@ -1,0 +1,65 @@
+package mapping
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// FuzzObservations maps whatever OTLP/JSON decodes: the mapping must never
+// panic and must always produce valid JSON text where it promises JSON.
+func FuzzObservations(f *testing.F) {
+	inputs, _ := filepath.Glob(filepath.Join("testdata", "*", "input.json"))
+	for _, in := range inputs {
+		if raw, err := os.ReadFile(in); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"scope":{"name":"ai"},"spans":[{"attributes":[` +
+		`{"key":"gen_ai.prompt.0.a.1","value":{"stringValue":"x"}},` +
+		`{"key":"langfuse.observation.usage_details","value":{"stringValue":"{\"a\":{\"b\":1}}"}},` +
+		`{"key":"gen_ai.usage.input_tokens","value":{"intValue":"5"}},` +
+		`{"key":"langfuse.trace.tags","value":{"stringValue":"[1,\"a\"]"}}]}]}]}]}`))
+	um := &ptrace.JSONUnmarshaler{}
+	now := time.Unix(1_700_000_000, 0)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		td, err := um.UnmarshalTraces(data)
+		if err != nil {
+			return
+		}
+		for _, o := range Observations(td, now) {
+			for _, s := range []string{o.Metadata, o.TraceMetadata} {
+				if !json.Valid([]byte(s)) {
+					t.Fatalf("invalid JSON %q", s)
+				}
+			}
+			if o.ModelParameters != "" && !json.Valid([]byte(o.ModelParameters)) {
+				t.Fatalf("invalid model parameters %q", o.ModelParameters)
+			}
+		}
+	})
+}
+
+// FuzzValidJSON checks the hand-written validator against encoding/json.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, ` {"a" : [1, -2.5e+3, true, false, null, "x\u00e9\n"]} `, `"\ud83d\ude00"`,
+		`{"a":1,}`, `[1 2]`, `01`, `-`, `1.`, `1e`, `"\x"`, "\"\x01\"", `tru`, `nul`, `{"a"}`, `[`, `"`,
+		"\"\xff\"", `1 2`, ``, ` `, `[[[[]]]]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Count(s, "[")+strings.Count(s, "{") > maxJSONDepth {
+			return // deeper than the validator accepts, by design
+		}
+		if got, want := isJSON(s), json.Valid([]byte(s)); got != want {
+			t.Fatalf("isJSON(%q) = %v, encoding/json says %v", s, got, want)
+		}
+	})
+}
