@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
@@ -65,7 +66,6 @@ const (
 	DefaultListen          = "127.0.0.1:3000"
 	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
 	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
-	defaultMaxBodyBytes    = 1 << 20
 )
 
 // NewDefaultConfig returns the configuration of a local single-node install.
@@ -74,7 +74,7 @@ func NewDefaultConfig() Config {
 		Listen:              DefaultListen,
 		ControlPlane:        ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
 		ClickHouse:          ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
-		MaxRequestBodyBytes: defaultMaxBodyBytes,
+		MaxRequestBodyBytes: httpx.DefaultMaxBodyBytes,
 	}
 }
 

@@ -38,7 +38,6 @@ var Version = "0.1.0"
 type Server struct {
 	controlPlane *controlplane.Store
 	clickhouse   *chstore.Store
-	routes       []httpx.Route
 	handler      http.Handler
 }
 
@@ -70,8 +69,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		return nil, errors.Join(fmt.Errorf("migrate clickhouse: %w", err), ch.Close(), cp.Close())
 	}
 	s := &Server{controlPlane: cp, clickhouse: ch}
-	s.routes = Routes(cfg, cp, ch, logger)
-	s.handler, err = httpx.NewRouter(s.routes, httpx.Options{
+	s.handler, err = httpx.NewRouter(Routes(cfg, cp, ch, logger), httpx.Options{
 		Verifier:     cp,
 		Logger:       logger,
 		MaxBodyBytes: cfg.MaxRequestBodyBytes,
@@ -103,11 +101,6 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 // other path.
 func (s *Server) Handler() http.Handler {
 	return s.handler
-}
-
-// RouteTable returns the routes Handler serves.
-func (s *Server) RouteTable() []httpx.Route {
-	return s.routes
 }
 
 // Verify implements apikey.Verifier against the control plane store.

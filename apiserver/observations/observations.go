@@ -19,13 +19,13 @@ type Store interface {
 	ListObservations(ctx context.Context, f chstore.ObservationFilter) (chstore.ObservationPage, error)
 }
 
-// Types and Levels are the values the type and level filters accept.
+// types and levels are the values the type and level filters accept.
 var (
-	Types = []string{
+	types = []string{
 		model.TypeSpan, model.TypeGeneration, model.TypeEvent, model.TypeAgent, model.TypeTool,
 		model.TypeChain, model.TypeRetriever, model.TypeEvaluator, model.TypeEmbedding, model.TypeGuardrail,
 	}
-	Levels = []string{model.LevelDebug, model.LevelDefault, model.LevelWarning, model.LevelError}
+	levels = []string{model.LevelDebug, model.LevelDefault, model.LevelWarning, model.LevelError}
 )
 
 // v2 list limits.
@@ -171,10 +171,10 @@ func filter(r *http.Request, q httpx.Query) (chstore.ObservationFilter, error) {
 		Version:     q.String("version"),
 	}
 	var err error
-	if f.Type, err = q.OneOf("type", Types); err != nil {
+	if f.Type, err = q.OneOf("type", types); err != nil {
 		return f, err
 	}
-	if f.Level, err = q.OneOf("level", Levels); err != nil {
+	if f.Level, err = q.OneOf("level", levels); err != nil {
 		return f, err
 	}
 	if f.From, err = q.Micros("fromStartTime"); err != nil {
