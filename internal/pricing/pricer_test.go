@@ -1,0 +1,106 @@
+package pricing
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testPricer(t *testing.T) *Pricer {
+	t.Helper()
+	return NewPricer(builtinCatalogue(t), 100)
+}
+
+func TestProjectModelsOverrideBuiltin(t *testing.T) {
+	p := testPricer(t)
+	custom := flat("custom", "my-gpt-4o", `gpt-4o`, map[string]float64{"input": 1e-6})
+	require.NoError(t, p.SetProjectModels(map[string][]Model{"proj": {custom}}))
+
+	got, ok := p.Find("proj", "gpt-4o", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "custom", got.ID(), "a project definition wins over a more specific built-in one")
+	got, ok = p.Find("proj", "gpt-4o-mini", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "custom", got.ID(), "the unanchored project pattern matches this too")
+	got, ok = p.Find("proj", "claude-3-haiku", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "claude-3-haiku", got.Name(), "other names fall back to the built-in catalogue")
+	got, ok = p.Find("other", "gpt-4o", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "gpt-4o", got.Name(), "other projects are not affected")
+
+	// A project definition that starts later leaves earlier generations to the built-in one.
+	later := custom
+	later.StartDate = day("2030-01-01")
+	require.NoError(t, p.SetProjectModels(map[string][]Model{"proj": {later}}))
+	got, ok = p.Find("proj", "gpt-4o", day("2029-12-31"))
+	require.True(t, ok)
+	assert.Equal(t, "gpt-4o", got.Name())
+	got, ok = p.Find("proj", "gpt-4o", day("2030-01-01"))
+	require.True(t, ok)
+	assert.Equal(t, "custom", got.ID())
+}
+
+func TestSetProjectModelsInvalidatesOnlyChangedProjects(t *testing.T) {
+	p := testPricer(t)
+	a := flat("a1", "a", `^m$`, map[string]float64{"input": 1})
+	b := flat("b1", "b", `^m$`, map[string]float64{"input": 1})
+	require.NoError(t, p.SetProjectModels(map[string][]Model{"pa": {a}, "pb": {b}}))
+	catB := p.projects.Load().catalogues["pb"]
+
+	got, ok := p.Find("pa", "m", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "a1", got.ID())
+
+	a2 := flat("a2", "a", `^m$`, map[string]float64{"input": 2})
+	require.NoError(t, p.SetProjectModels(map[string][]Model{"pa": {a2}, "pb": {b}}))
+	assert.Same(t, catB, p.projects.Load().catalogues["pb"], "unchanged project keeps its compiled catalogue")
+	got, ok = p.Find("pa", "m", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "a2", got.ID(), "the cached lookup of the changed project is not reused")
+
+	require.NoError(t, p.SetProjectModels(nil))
+	_, ok = p.Find("pa", "m", farFuture)
+	assert.False(t, ok, "removed project models no longer apply")
+}
+
+func TestSetProjectModelsKeepsValidDefinitions(t *testing.T) {
+	p := testPricer(t)
+	err := p.SetProjectModels(map[string][]Model{"p": {
+		flat("bad", "bad", "(", map[string]float64{"input": 1}),
+		flat("good", "good", "^good$", map[string]float64{"input": 1}),
+	}})
+	require.ErrorIs(t, err, ErrInvalidModel)
+	assert.ErrorContains(t, err, `project "p"`)
+	got, ok := p.Find("p", "good", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "good", got.ID())
+}
+
+func TestFindCachesMisses(t *testing.T) {
+	p := testPricer(t)
+	for i := range 3 {
+		_, ok := p.Find(fmt.Sprint("proj", i), "unknown-model", farFuture)
+		assert.False(t, ok)
+	}
+	assert.Equal(t, 1, p.cache.len(), "projects without own models share one entry, misses included")
+}
+
+func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newLRU[string, int](2)
+	c.put("a", 1)
+	c.put("b", 2)
+	_, _ = c.get("a")
+	c.put("c", 3)
+	_, ok := c.get("b")
+	assert.False(t, ok, "b was least recently used")
+	v, ok := c.get("a")
+	assert.True(t, ok)
+	assert.Equal(t, 1, v)
+	c.put("a", 10)
+	v, _ = c.get("a")
+	assert.Equal(t, 10, v)
+	assert.Equal(t, 2, c.len())
+}
