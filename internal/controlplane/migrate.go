@@ -146,6 +146,67 @@ var migrations = []migration{
 			`CREATE INDEX prompt_dependencies_parent ON prompt_dependencies (parent_id)`,
 		},
 	},
+	{
+		version: 11,
+		name:    "datasets, dataset items, dataset runs and run items",
+		stmts: []string{
+			// JSON columns hold any JSON value; NULL means none was given.
+			`CREATE TABLE datasets (
+				id                     TEXT PRIMARY KEY,
+				project_id             TEXT NOT NULL REFERENCES projects (id),
+				name                   TEXT NOT NULL,
+				description            TEXT NOT NULL,
+				metadata               TEXT,
+				input_schema           TEXT,
+				expected_output_schema TEXT,
+				created_at             BIGINT NOT NULL,
+				updated_at             BIGINT NOT NULL,
+				UNIQUE (project_id, name)
+			)`,
+			`CREATE INDEX datasets_created ON datasets (project_id, created_at)`,
+			// Item ids are chosen by clients and unique within a project.
+			`CREATE TABLE dataset_items (
+				project_id            TEXT NOT NULL,
+				id                    TEXT NOT NULL,
+				dataset_id            TEXT NOT NULL REFERENCES datasets (id) ON DELETE CASCADE,
+				status                TEXT NOT NULL CHECK (status IN ('ACTIVE', 'ARCHIVED')),
+				input                 TEXT,
+				expected_output       TEXT,
+				metadata              TEXT,
+				source_trace_id       TEXT NOT NULL,
+				source_observation_id TEXT NOT NULL,
+				created_at            BIGINT NOT NULL,
+				updated_at            BIGINT NOT NULL,
+				PRIMARY KEY (project_id, id)
+			)`,
+			`CREATE INDEX dataset_items_dataset ON dataset_items (dataset_id, status, created_at)`,
+			`CREATE INDEX dataset_items_source_trace ON dataset_items (project_id, source_trace_id)`,
+			`CREATE TABLE dataset_runs (
+				id          TEXT PRIMARY KEY,
+				project_id  TEXT NOT NULL,
+				dataset_id  TEXT NOT NULL REFERENCES datasets (id) ON DELETE CASCADE,
+				name        TEXT NOT NULL,
+				description TEXT NOT NULL,
+				metadata    TEXT,
+				created_at  BIGINT NOT NULL,
+				updated_at  BIGINT NOT NULL,
+				UNIQUE (dataset_id, name)
+			)`,
+			// One run item per dataset item and run; no foreign key to the
+			// item, so results outlive a deleted item.
+			`CREATE TABLE dataset_run_items (
+				id              TEXT PRIMARY KEY,
+				project_id      TEXT NOT NULL,
+				dataset_run_id  TEXT NOT NULL REFERENCES dataset_runs (id) ON DELETE CASCADE,
+				dataset_item_id TEXT NOT NULL,
+				trace_id        TEXT NOT NULL,
+				observation_id  TEXT NOT NULL,
+				created_at      BIGINT NOT NULL,
+				updated_at      BIGINT NOT NULL,
+				UNIQUE (dataset_run_id, dataset_item_id)
+			)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
