@@ -8,6 +8,16 @@ package model
 // any value a client sent; everything downstream reads it from there.
 const ProjectIDAttribute = "glassbox.project.id"
 
+// Span attributes that Glassbox's processors write for the mapping to read.
+const (
+	// SampleRateAttribute is the fraction of the original traffic that the
+	// span's trace was kept at (glassbox_sampling).
+	SampleRateAttribute = "glassbox.sample_rate"
+	// UsageEstimatedAttribute is true when the usage was counted from the
+	// input and output because the client reported none (glassbox_cost).
+	UsageEstimatedAttribute = "glassbox.usage.estimated"
+)
+
 // Observation types, in Langfuse's spelling.
 const (
 	TypeSpan       = "SPAN"
@@ -64,6 +74,8 @@ type Observation struct {
 	// input_cached_tokens, output_reasoning_tokens, ...). Cost is in USD.
 	UsageDetails map[string]int64
 	CostDetails  map[string]float64
+	// UsageEstimated marks usage counted by Glassbox from the input and output.
+	UsageEstimated bool
 
 	PromptName    string
 	PromptVersion int64 // 0 when absent
