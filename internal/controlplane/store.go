@@ -11,6 +11,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !postgres {
+		// A fresh install has no data directory yet.
+		dir := filepath.Dir(strings.TrimPrefix(strings.SplitN(source, "?", 2)[0], "file:"))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open control plane: %w", err)
+		}
+	}
 	db, err := sql.Open(driver, source)
 	if err != nil {
 		return nil, fmt.Errorf("open control plane: %w", err)
@@ -67,6 +76,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	return s, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping control plane: %w", err)
+	}
+	return nil
 }
 
 // Close releases the connection pool.

@@ -108,3 +108,23 @@ func TestSQLiteStoreFileIsWALWithForeignKeys(t *testing.T) {
 	assert.Equal(t, "wal", mode)
 	assert.Equal(t, 1, fk)
 }
+
+func TestOpenCreatesSQLiteDirectory(t *testing.T) {
+	s := openStore(t, "sqlite://"+filepath.Join(t.TempDir(), "fresh", "data", "cp.db"))
+	require.NoError(t, s.Ping(context.Background()))
+}
+
+func TestListOrganizations(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		_, err := s.CreateOrganization(ctx, "org-b", "Beta")
+		require.NoError(t, err)
+		_, err = s.CreateOrganization(ctx, "org-a", "Alpha")
+		require.NoError(t, err)
+		orgs, err := s.ListOrganizations(ctx)
+		require.NoError(t, err)
+		require.Len(t, orgs, 2)
+		assert.Equal(t, "Alpha", orgs[0].Name)
+		assert.Equal(t, "org-b", orgs[1].ID)
+	})
+}
