@@ -87,7 +87,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	var routes []httpx.Route
 	routes = append(routes, health.Routes(Version, []health.Dependency{
 		{Name: "ClickHouse", Pinger: ch},
-		{Name: "Control plane store", Pinger: controlPlanePinger{cp}},
+		{Name: "Control plane store", Pinger: cp},
 	}, logger)...)
 	routes = append(routes, projects.Routes(cp)...)
 	routes = append(routes, traces.Routes(ch, cfg.htmlPathPrefix())...)
@@ -111,27 +111,6 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 // Close releases both stores.
 func (s *Server) Close() error {
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
-}
-
-// probeKey is a public key no key pair can have (the store's keys start
-// with pk-lf-), used to check that the store answers.
-const probeKey = "glassbox-health-probe"
-
-// controlPlanePinger checks the control plane store with a key lookup: a
-// reachable store refuses the probe key as invalid, an unreachable one fails.
-type controlPlanePinger struct {
-	store apikey.Verifier
-}
-
-func (p controlPlanePinger) Ping(ctx context.Context) error {
-	_, err := p.store.Verify(ctx, probeKey, probeKey)
-	if errors.Is(err, apikey.ErrInvalidCredentials) {
-		return nil
-	}
-	if err == nil {
-		return errors.New("the health probe key verified")
-	}
-	return err
 }
 
 // Listener serves a handler on its own port until Shutdown.

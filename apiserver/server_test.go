@@ -136,18 +136,6 @@ func TestHealthReportsUnreachableStores(t *testing.T) {
 	assert.JSONEq(t, `{"message":"Service Unavailable"}`, rec.Body.String())
 }
 
-func TestControlPlanePinger(t *testing.T) {
-	cp := apitest.ControlPlane(t)
-	require.NoError(t, controlPlanePinger{cp}.Ping(context.Background()))
-	require.Error(t, controlPlanePinger{verifierFunc(func() error { return nil })}.Ping(context.Background()),
-		"a probe key that verifies is a broken store")
-}
-
-type verifierFunc func() error
-
-func (f verifierFunc) Verify(context.Context, string, string) (apikey.Principal, error) {
-	return apikey.Principal{}, f()
-}
 
 // New opens both stores, migrates them, applies headless initialisation,
 // and serves; Close releases the stores.
