@@ -16,7 +16,6 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
-	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
@@ -135,7 +134,6 @@ func TestHealthReportsUnreachableStores(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a store outage is not a bad key")
 	assert.JSONEq(t, `{"message":"Service Unavailable"}`, rec.Body.String())
 }
-
 
 // New opens both stores, migrates them, applies headless initialisation,
 // and serves; Close releases the stores.
