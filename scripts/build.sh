@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds bin/glassbox (the collector distribution) with the pinned builder.
+# Builds bin/glassbox (the collector distribution) with the pinned builder,
+# and bin/glassbox-api (the standalone API server).
 # The builder generates the distribution's main package under _build; module
 # resolution and compilation run here so that `go mod tidy -e` tolerates test-only
 # modules the proxy does not serve.
@@ -13,4 +14,5 @@ builder=$(ensure_builder)
   go mod tidy -e -compat=1.25 >/dev/null 2>&1 || go mod tidy -e -compat=1.25
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o ../bin/glassbox .
 )
-echo "built bin/glassbox"
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/glassbox-api ./cmd/glassbox-api
+echo "built bin/glassbox and bin/glassbox-api"
