@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
@@ -94,6 +95,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, observations.Routes(ch)...)
 	routes = append(routes, sessions.Routes(ch)...)
 	routes = append(routes, prompts.Routes(cp)...)
+	routes = append(routes, datasets.Routes(cp, ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
@@ -298,7 +299,7 @@ func storeError(err error, name string, sel controlplane.PromptSelector) error {
 	case errors.Is(err, controlplane.ErrNotFound):
 		return httpx.NotFound("Prompt not found: '%s' with %s", name, sel)
 	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, controlplane.ErrPromptComposition):
-		return httpx.BadRequest("%v", err)
+		return httpx.BadRequest("%s", strings.ReplaceAll(err.Error(), controlplane.ErrInvalid.Error()+": ", ""))
 	}
 	return err
 }

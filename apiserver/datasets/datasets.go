@@ -1,0 +1,487 @@
+// Package datasets serves datasets, their items, and the runs (experiments)
+// over them: run items link a dataset item to the trace a run produced.
+package datasets // import "github.com/glassbox-dev/glassbox/apiserver/datasets"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+// Store is what the routes need from the control plane store.
+type Store interface {
+	UpsertDataset(ctx context.Context, projectID string, u controlplane.DatasetUpsert) (controlplane.Dataset, error)
+	GetDataset(ctx context.Context, projectID, name string) (controlplane.Dataset, error)
+	ListDatasets(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Dataset, int, error)
+	UpsertDatasetItem(ctx context.Context, projectID string, u controlplane.DatasetItemUpsert) (controlplane.DatasetItem, error)
+	GetDatasetItem(ctx context.Context, projectID, id string) (controlplane.DatasetItem, error)
+	ListDatasetItems(ctx context.Context, projectID string, f controlplane.DatasetItemFilter) ([]controlplane.DatasetItem, int, error)
+	DeleteDatasetItem(ctx context.Context, projectID, id string) error
+	CreateDatasetRunItem(ctx context.Context, projectID string, n controlplane.NewDatasetRunItem) (controlplane.DatasetRunItem, error)
+	GetDatasetRun(ctx context.Context, projectID, datasetName, runName string) (controlplane.DatasetRun, error)
+	ListDatasetRuns(ctx context.Context, projectID, datasetName string, offset, limit int) ([]controlplane.DatasetRun, int, error)
+	DeleteDatasetRun(ctx context.Context, projectID, datasetName, runName string) error
+	ListDatasetRunItems(ctx context.Context, projectID string, f controlplane.DatasetRunItemFilter) ([]controlplane.DatasetRunItem, int, error)
+}
+
+// Observations finds the trace of an observation, for run items that name
+// only the observation.
+type Observations interface {
+	GetObservation(ctx context.Context, projectID, observationID string) (chstore.Observation, error)
+}
+
+// Dataset is a dataset as the SDKs read it.
+type Dataset struct {
+	ID                   string          `json:"id"`
+	Name                 string          `json:"name"`
+	Description          *string         `json:"description"`
+	Metadata             httpx.JSON      `json:"metadata"`
+	InputSchema          httpx.JSON      `json:"inputSchema"`
+	ExpectedOutputSchema httpx.JSON      `json:"expectedOutputSchema"`
+	ProjectID            string          `json:"projectId"`
+	CreatedAt            httpx.Timestamp `json:"createdAt"`
+	UpdatedAt            httpx.Timestamp `json:"updatedAt"`
+}
+
+// DatasetRequest is the body of POST /api/public/v2/datasets: an upsert by
+// name. Omitted fields keep their values; null clears metadata and schemas.
+type DatasetRequest struct {
+	Name                 string     `json:"name"`
+	Description          *string    `json:"description,omitempty"`
+	Metadata             httpx.JSON `json:"metadata,omitempty"`
+	InputSchema          httpx.JSON `json:"inputSchema,omitempty"`
+	ExpectedOutputSchema httpx.JSON `json:"expectedOutputSchema,omitempty"`
+}
+
+// Item is a dataset item.
+type Item struct {
+	ID                  string          `json:"id"`
+	Status              string          `json:"status"`
+	Input               httpx.JSON      `json:"input"`
+	ExpectedOutput      httpx.JSON      `json:"expectedOutput"`
+	Metadata            httpx.JSON      `json:"metadata"`
+	SourceTraceID       *string         `json:"sourceTraceId"`
+	SourceObservationID *string         `json:"sourceObservationId"`
+	DatasetID           string          `json:"datasetId"`
+	DatasetName         string          `json:"datasetName"`
+	CreatedAt           httpx.Timestamp `json:"createdAt"`
+	UpdatedAt           httpx.Timestamp `json:"updatedAt"`
+}
+
+// ItemRequest is the body of POST /api/public/dataset-items: an upsert by
+// id. Omitted fields keep their values; null clears input, expected output
+// and metadata.
+type ItemRequest struct {
+	DatasetName         string     `json:"datasetName"`
+	ID                  string     `json:"id,omitempty"`
+	Input               httpx.JSON `json:"input,omitempty"`
+	ExpectedOutput      httpx.JSON `json:"expectedOutput,omitempty"`
+	Metadata            httpx.JSON `json:"metadata,omitempty"`
+	SourceTraceID       *string    `json:"sourceTraceId,omitempty"`
+	SourceObservationID *string    `json:"sourceObservationId,omitempty"`
+	Status              string     `json:"status,omitempty"`
+}
+
+// Run is a dataset run.
+type Run struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	Metadata    httpx.JSON      `json:"metadata"`
+	DatasetID   string          `json:"datasetId"`
+	DatasetName string          `json:"datasetName"`
+	CreatedAt   httpx.Timestamp `json:"createdAt"`
+	UpdatedAt   httpx.Timestamp `json:"updatedAt"`
+}
+
+// RunWithItems is a run with all its run items.
+type RunWithItems struct {
+	Run
+	DatasetRunItems []RunItem `json:"datasetRunItems"`
+}
+
+// RunItem links a dataset item to the trace a run produced for it.
+type RunItem struct {
+	ID             string          `json:"id"`
+	DatasetRunID   string          `json:"datasetRunId"`
+	DatasetRunName string          `json:"datasetRunName"`
+	DatasetItemID  string          `json:"datasetItemId"`
+	TraceID        string          `json:"traceId"`
+	ObservationID  *string         `json:"observationId"`
+	CreatedAt      httpx.Timestamp `json:"createdAt"`
+	UpdatedAt      httpx.Timestamp `json:"updatedAt"`
+}
+
+// RunItemRequest is the body of POST /api/public/dataset-run-items. The run
+// is created on first use with the description and metadata given then.
+type RunItemRequest struct {
+	RunName        string     `json:"runName"`
+	RunDescription string     `json:"runDescription,omitempty"`
+	Metadata       httpx.JSON `json:"metadata,omitempty"`
+	DatasetItemID  string     `json:"datasetItemId"`
+	// TraceID is required unless ObservationID names a stored observation.
+	TraceID       string `json:"traceId,omitempty"`
+	ObservationID string `json:"observationId,omitempty"`
+}
+
+// Message answers deletions.
+type Message struct {
+	Message string `json:"message"`
+}
+
+type handlers struct {
+	store        Store
+	observations Observations
+}
+
+// Routes returns the dataset, dataset item, run and run item routes.
+func Routes(store Store, observations Observations) []httpx.Route {
+	h := handlers{store: store, observations: observations}
+	return []httpx.Route{
+		{
+			Method: http.MethodPost, Path: "/api/public/v2/datasets", Access: httpx.ProjectKey, Handler: h.upsertDataset,
+			Doc: httpx.Doc{OperationID: "datasets_create", Tag: "Datasets", Body: DatasetRequest{}, Response: Dataset{},
+				Summary: "Create a dataset, or update the one with the same name."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/v2/datasets", Access: httpx.ProjectKey, Handler: h.listDatasets,
+			Doc: httpx.Doc{OperationID: "datasets_list", Tag: "Datasets", Response: httpx.List[Dataset]{}, Query: httpx.PageParams,
+				Summary: "The project's datasets, newest first."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/v2/datasets/{datasetName}", Access: httpx.ProjectKey, Handler: h.getDataset,
+			Doc: httpx.Doc{OperationID: "datasets_get", Tag: "Datasets", Response: Dataset{},
+				Summary: "One dataset by name ('/' in folder names encoded as %2F)."},
+		},
+		{
+			Method: http.MethodPost, Path: "/api/public/dataset-items", Access: httpx.ProjectKey, Handler: h.upsertItem,
+			Doc: httpx.Doc{OperationID: "datasetItems_create", Tag: "Datasets", Body: ItemRequest{}, Response: Item{},
+				Summary: "Create a dataset item, or update the one with the same id; checked against the dataset's schemas."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/dataset-items", Access: httpx.ProjectKey, Handler: h.listItems,
+			Doc: httpx.Doc{OperationID: "datasetItems_list", Tag: "Datasets", Response: httpx.List[Item]{},
+				Summary: "Active dataset items, oldest first.",
+				Query: append([]httpx.Param{
+					{Name: "datasetName", Type: httpx.TypeString},
+					{Name: "sourceTraceId", Type: httpx.TypeString},
+					{Name: "sourceObservationId", Type: httpx.TypeString},
+				}, httpx.PageParams...)},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/dataset-items/{id}", Access: httpx.ProjectKey, Handler: h.getItem,
+			Doc: httpx.Doc{OperationID: "datasetItems_get", Tag: "Datasets", Response: Item{},
+				Summary: "One dataset item, active or archived."},
+		},
+		{
+			Method: http.MethodDelete, Path: "/api/public/dataset-items/{id}", Access: httpx.ProjectKey, Handler: h.deleteItem,
+			Doc: httpx.Doc{OperationID: "datasetItems_delete", Tag: "Datasets", Response: Message{},
+				Summary: "Delete a dataset item; run items that used it remain."},
+		},
+		{
+			Method: http.MethodPost, Path: "/api/public/dataset-run-items", Access: httpx.ProjectKey, Handler: h.createRunItem,
+			Doc: httpx.Doc{OperationID: "datasetRunItems_create", Tag: "Datasets", Body: RunItemRequest{}, Response: RunItem{},
+				Summary: "Link an active dataset item to a trace in a run; the run is created on first use."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/dataset-run-items", Access: httpx.ProjectKey, Handler: h.listRunItems,
+			Doc: httpx.Doc{OperationID: "datasetRunItems_list", Tag: "Datasets", Response: httpx.List[RunItem]{},
+				Summary: "The run items of one run, oldest first.",
+				Query: append([]httpx.Param{
+					{Name: "datasetId", Type: httpx.TypeString, Required: true},
+					{Name: "runName", Type: httpx.TypeString, Required: true},
+				}, httpx.PageParams...)},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/datasets/{datasetName}/runs", Access: httpx.ProjectKey, Handler: h.listRuns,
+			Doc: httpx.Doc{OperationID: "datasets_getRuns", Tag: "Datasets", Response: httpx.List[Run]{}, Query: httpx.PageParams,
+				Summary: "The runs of a dataset, newest first."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/datasets/{datasetName}/runs/{runName}", Access: httpx.ProjectKey, Handler: h.getRun,
+			Doc: httpx.Doc{OperationID: "datasets_getRun", Tag: "Datasets", Response: RunWithItems{},
+				Summary: "One run with its run items."},
+		},
+		{
+			Method: http.MethodDelete, Path: "/api/public/datasets/{datasetName}/runs/{runName}", Access: httpx.ProjectKey, Handler: h.deleteRun,
+			Doc: httpx.Doc{OperationID: "datasets_deleteRun", Tag: "Datasets", Response: Message{},
+				Summary: "Delete a run and its run items."},
+		},
+	}
+}
+
+func (h handlers) upsertDataset(r *http.Request) (any, error) {
+	var req DatasetRequest
+	if err := httpx.DecodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	d, err := h.store.UpsertDataset(r.Context(), httpx.ProjectID(r), controlplane.DatasetUpsert{
+		Name: req.Name, Description: req.Description, Metadata: json.RawMessage(req.Metadata),
+		InputSchema: json.RawMessage(req.InputSchema), ExpectedOutputSchema: json.RawMessage(req.ExpectedOutputSchema),
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return toDataset(d), nil
+}
+
+func (h handlers) listDatasets(r *http.Request) (any, error) {
+	p, err := httpx.QueryOf(r).Page()
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.store.ListDatasets(r.Context(), httpx.ProjectID(r), p.Offset(), p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]Dataset, 0, len(list))
+	for _, d := range list {
+		data = append(data, toDataset(d))
+	}
+	return httpx.NewList(data, p, int64(total)), nil
+}
+
+func (h handlers) getDataset(r *http.Request) (any, error) {
+	name := r.PathValue("datasetName")
+	d, err := h.store.GetDataset(r.Context(), httpx.ProjectID(r), name)
+	if err != nil {
+		return nil, notFound(err, "Dataset not found")
+	}
+	return toDataset(d), nil
+}
+
+func (h handlers) upsertItem(r *http.Request) (any, error) {
+	var req ItemRequest
+	if err := httpx.DecodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	if req.DatasetName == "" {
+		return nil, httpx.BadRequest("datasetName is required")
+	}
+	item, err := h.store.UpsertDatasetItem(r.Context(), httpx.ProjectID(r), controlplane.DatasetItemUpsert{
+		DatasetName: req.DatasetName, ID: req.ID, Input: json.RawMessage(req.Input),
+		ExpectedOutput: json.RawMessage(req.ExpectedOutput), Metadata: json.RawMessage(req.Metadata),
+		SourceTraceID: req.SourceTraceID, SourceObservationID: req.SourceObservationID, Status: req.Status,
+	})
+	if err != nil {
+		return nil, notFound(err, "Dataset "+req.DatasetName+" not found")
+	}
+	return toItem(item), nil
+}
+
+func (h handlers) listItems(r *http.Request) (any, error) {
+	q := httpx.QueryOf(r)
+	if err := q.Unsupported("version"); err != nil {
+		return nil, err
+	}
+	p, err := q.Page()
+	if err != nil {
+		return nil, err
+	}
+	name := q.String("datasetName")
+	list, total, err := h.store.ListDatasetItems(r.Context(), httpx.ProjectID(r), controlplane.DatasetItemFilter{
+		DatasetName: name, SourceTraceID: q.String("sourceTraceId"), SourceObservationID: q.String("sourceObservationId"),
+		Offset: p.Offset(), Limit: p.Limit,
+	})
+	if err != nil {
+		return nil, notFound(err, "Dataset "+name+" not found")
+	}
+	data := make([]Item, 0, len(list))
+	for _, it := range list {
+		data = append(data, toItem(it))
+	}
+	return httpx.NewList(data, p, int64(total)), nil
+}
+
+func (h handlers) getItem(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	item, err := h.store.GetDatasetItem(r.Context(), httpx.ProjectID(r), id)
+	if err != nil {
+		return nil, notFound(err, "Dataset item "+id+" not found")
+	}
+	return toItem(item), nil
+}
+
+func (h handlers) deleteItem(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	if err := h.store.DeleteDatasetItem(r.Context(), httpx.ProjectID(r), id); err != nil {
+		return nil, notFound(err, "Dataset item "+id+" not found")
+	}
+	return Message{Message: "Dataset item successfully deleted"}, nil
+}
+
+func (h handlers) createRunItem(r *http.Request) (any, error) {
+	var req RunItemRequest
+	if err := httpx.DecodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.RunName == "":
+		return nil, httpx.BadRequest("runName is required")
+	case req.DatasetItemID == "":
+		return nil, httpx.BadRequest("datasetItemId is required")
+	case req.TraceID == "" && req.ObservationID == "":
+		return nil, httpx.BadRequest("traceId or observationId is required")
+	}
+	project := httpx.ProjectID(r)
+	if req.TraceID == "" {
+		if h.observations == nil {
+			return nil, httpx.BadRequest("traceId is required")
+		}
+		o, err := h.observations.GetObservation(r.Context(), project, req.ObservationID)
+		if errors.Is(err, chstore.ErrNotFound) {
+			return nil, httpx.NotFound("Observation %s not found; send its traceId with it", req.ObservationID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		req.TraceID = o.TraceID
+	}
+	ri, err := h.store.CreateDatasetRunItem(r.Context(), project, controlplane.NewDatasetRunItem{
+		RunName: req.RunName, RunDescription: req.RunDescription, Metadata: json.RawMessage(req.Metadata),
+		DatasetItemID: req.DatasetItemID, TraceID: req.TraceID, ObservationID: req.ObservationID,
+	})
+	if err != nil {
+		return nil, notFound(err, "Dataset item "+req.DatasetItemID+" not found or not active")
+	}
+	return toRunItem(ri), nil
+}
+
+func (h handlers) listRunItems(r *http.Request) (any, error) {
+	q := httpx.QueryOf(r)
+	datasetID, runName := q.String("datasetId"), q.String("runName")
+	switch {
+	case datasetID == "":
+		return nil, httpx.BadRequest("Query parameter datasetId is required")
+	case runName == "":
+		return nil, httpx.BadRequest("Query parameter runName is required")
+	}
+	p, err := q.Page()
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.store.ListDatasetRunItems(r.Context(), httpx.ProjectID(r), controlplane.DatasetRunItemFilter{
+		DatasetID: datasetID, RunName: runName, Offset: p.Offset(), Limit: p.Limit,
+	})
+	if err != nil {
+		return nil, notFound(err, "Dataset run "+runName+" not found")
+	}
+	return httpx.NewList(toRunItems(list), p, int64(total)), nil
+}
+
+func (h handlers) listRuns(r *http.Request) (any, error) {
+	p, err := httpx.QueryOf(r).Page()
+	if err != nil {
+		return nil, err
+	}
+	name := r.PathValue("datasetName")
+	list, total, err := h.store.ListDatasetRuns(r.Context(), httpx.ProjectID(r), name, p.Offset(), p.Limit)
+	if err != nil {
+		return nil, notFound(err, "Dataset not found")
+	}
+	data := make([]Run, 0, len(list))
+	for _, run := range list {
+		data = append(data, toRun(run))
+	}
+	return httpx.NewList(data, p, int64(total)), nil
+}
+
+// maxRunItems bounds the run items one GET of a run returns.
+const maxRunItems = 10000
+
+func (h handlers) getRun(r *http.Request) (any, error) {
+	project, name, runName := httpx.ProjectID(r), r.PathValue("datasetName"), r.PathValue("runName")
+	run, err := h.store.GetDatasetRun(r.Context(), project, name, runName)
+	if err != nil {
+		return nil, notFound(err, "Dataset run not found")
+	}
+	items, _, err := h.store.ListDatasetRunItems(r.Context(), project, controlplane.DatasetRunItemFilter{RunID: run.ID, Limit: maxRunItems})
+	if err != nil {
+		return nil, err
+	}
+	return RunWithItems{Run: toRun(run), DatasetRunItems: toRunItems(items)}, nil
+}
+
+func (h handlers) deleteRun(r *http.Request) (any, error) {
+	project, name, runName := httpx.ProjectID(r), r.PathValue("datasetName"), r.PathValue("runName")
+	if err := h.store.DeleteDatasetRun(r.Context(), project, name, runName); err != nil {
+		return nil, notFound(err, "Dataset run not found")
+	}
+	return Message{Message: "Dataset run successfully deleted"}, nil
+}
+
+// notFound maps the store's error kinds to API errors, with message for a 404.
+func notFound(err error, message string) error {
+	if errors.Is(err, controlplane.ErrNotFound) {
+		return httpx.NotFound("%s", message)
+	}
+	return storeError(err)
+}
+
+func storeError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), controlplane.ErrInvalid.Error()+": ", "")
+	switch {
+	case errors.Is(err, controlplane.ErrInvalid):
+		return httpx.BadRequest("%s", msg)
+	case errors.Is(err, controlplane.ErrConflict):
+		return httpx.Conflict("%s", strings.ReplaceAll(msg, controlplane.ErrConflict.Error()+": ", ""))
+	case errors.Is(err, controlplane.ErrNotFound):
+		return httpx.NotFound("%s", msg)
+	}
+	return err
+}
+
+// jsonOrNull sends stored JSON as is and absence as null.
+func jsonOrNull(raw json.RawMessage) httpx.JSON {
+	if raw == nil {
+		return httpx.JSON("null")
+	}
+	return httpx.JSON(raw)
+}
+
+func toDataset(d controlplane.Dataset) Dataset {
+	return Dataset{
+		ID: d.ID, Name: d.Name, Description: httpx.OptionalString(d.Description), Metadata: jsonOrNull(d.Metadata),
+		InputSchema: jsonOrNull(d.InputSchema), ExpectedOutputSchema: jsonOrNull(d.ExpectedOutputSchema),
+		ProjectID: d.ProjectID, CreatedAt: httpx.FromTime(d.CreatedAt), UpdatedAt: httpx.FromTime(d.UpdatedAt),
+	}
+}
+
+func toItem(it controlplane.DatasetItem) Item {
+	return Item{
+		ID: it.ID, Status: it.Status, Input: jsonOrNull(it.Input), ExpectedOutput: jsonOrNull(it.ExpectedOutput),
+		Metadata: jsonOrNull(it.Metadata), SourceTraceID: httpx.OptionalString(it.SourceTraceID),
+		SourceObservationID: httpx.OptionalString(it.SourceObservationID), DatasetID: it.DatasetID, DatasetName: it.DatasetName,
+		CreatedAt: httpx.FromTime(it.CreatedAt), UpdatedAt: httpx.FromTime(it.UpdatedAt),
+	}
+}
+
+func toRun(run controlplane.DatasetRun) Run {
+	return Run{
+		ID: run.ID, Name: run.Name, Description: httpx.OptionalString(run.Description), Metadata: jsonOrNull(run.Metadata),
+		DatasetID: run.DatasetID, DatasetName: run.DatasetName,
+		CreatedAt: httpx.FromTime(run.CreatedAt), UpdatedAt: httpx.FromTime(run.UpdatedAt),
+	}
+}
+
+func toRunItems(list []controlplane.DatasetRunItem) []RunItem {
+	out := make([]RunItem, 0, len(list))
+	for _, ri := range list {
+		out = append(out, toRunItem(ri))
+	}
+	return out
+}
+
+func toRunItem(ri controlplane.DatasetRunItem) RunItem {
+	return RunItem{
+		ID: ri.ID, DatasetRunID: ri.DatasetRunID, DatasetRunName: ri.DatasetRunName, DatasetItemID: ri.DatasetItemID,
+		TraceID: ri.TraceID, ObservationID: httpx.OptionalString(ri.ObservationID),
+		CreatedAt: httpx.FromTime(ri.CreatedAt), UpdatedAt: httpx.FromTime(ri.UpdatedAt),
+	}
+}
