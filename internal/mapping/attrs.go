@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/glassbox-dev/glassbox/internal/model"
 )
 
 // attr is one looked-up attribute value; ok is false when the span lacks it.
@@ -107,21 +109,20 @@ const (
 )
 
 const (
-	prefixObsMeta       = "langfuse.observation.metadata."
-	prefixTraceMeta     = "langfuse.trace.metadata."
-	prefixLegacyMeta    = "langfuse.metadata."
-	prefixAIMeta        = "ai.telemetry.metadata."
-	prefixGenAIUsage    = "gen_ai.usage."
-	prefixLLMTokens     = "llm.token_count."
-	prefixAIUsage       = "ai.usage."
-	prefixGenAIRequest  = "gen_ai.request."
-	prefixLLMInvParams  = "llm.invocation_parameters."
-	prefixGenAIPrompt   = "gen_ai.prompt."
-	prefixGenAICompl    = "gen_ai.completion."
-	prefixLLMInMsgs     = "llm.input_messages."
-	prefixLLMOutMsgs    = "llm.output_messages."
-	prefixInternal      = "glassbox."
-	sampleRateAttribute = "glassbox.sample_rate"
+	prefixObsMeta      = "langfuse.observation.metadata."
+	prefixTraceMeta    = "langfuse.trace.metadata."
+	prefixLegacyMeta   = "langfuse.metadata."
+	prefixAIMeta       = "ai.telemetry.metadata."
+	prefixGenAIUsage   = "gen_ai.usage."
+	prefixLLMTokens    = "llm.token_count."
+	prefixAIUsage      = "ai.usage."
+	prefixGenAIRequest = "gen_ai.request."
+	prefixLLMInvParams = "llm.invocation_parameters."
+	prefixGenAIPrompt  = "gen_ai.prompt."
+	prefixGenAICompl   = "gen_ai.completion."
+	prefixLLMInMsgs    = "llm.input_messages."
+	prefixLLMOutMsgs   = "llm.output_messages."
+	prefixInternal     = "glassbox."
 )
 
 // spanAttrs holds every span attribute the rules look at by exact key.
@@ -163,7 +164,7 @@ type spanAttrs struct {
 
 	// Usage, cost and the rest.
 	aiUsageTokens, aiUsageCachedInput, aiUsageReasoning, genaiUsageCost, llmCostTotal attr
-	aiPromptTools, sampleRate                                                         attr
+	aiPromptTools, sampleRate, usageEstimated                                         attr
 
 	families uint32
 	touched  []*attr // fields set for the current span, cleared by reset
@@ -423,8 +424,10 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 	case "ai.prompt.tools":
 		// Shown as metadata "tools"; kept once.
 		p, hidden = &a.aiPromptTools, true
-	case sampleRateAttribute:
+	case model.SampleRateAttribute:
 		p = &a.sampleRate
+	case model.UsageEstimatedAttribute:
+		p = &a.usageEstimated
 	}
 	if p != nil {
 		*p = attr{v: v, ok: true}

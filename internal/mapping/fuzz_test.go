@@ -63,3 +63,38 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSpanAttributes feeds arbitrary text to the attributes whose values the
+// mapping parses (JSON blobs, tags, flattened message keys, timestamps),
+// which byte-level fuzzing of OTLP/JSON rarely reaches.
+func FuzzSpanAttributes(f *testing.F) {
+	f.Add("langfuse.observation.usage_details", `{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":9}}`, "ai", "x")
+	f.Add("gen_ai.prompt.0.content.1.x", "v", "", "gen_ai.prompt.0")
+	f.Add("langfuse.trace.tags", `["a",1,{"b":2}]`, "", "")
+	f.Add("ai.response.providerMetadata", `{"anthropic":{"usage":{"cache_creation":{"ephemeral_5m_input_tokens":3}}}}`, "ai", "")
+	f.Add("gen_ai.input.messages", `[{"role":"system"}`, "", "gen_ai.system_instructions")
+	f.Add("langfuse.observation.completion_start_time", `"2025-01-01T00:00:00Z"`, "", "")
+	keys := []string{
+		"langfuse.observation.metadata", "langfuse.trace.metadata", "langfuse.observation.model.parameters",
+		"langfuse.observation.cost_details", "ai.telemetry.metadata.langfusePrompt", "gen_ai.usage.input_tokens",
+		"ai.response.toolCalls", "ai.response.text", "llm.input_messages.0.message.content",
+	}
+	f.Fuzz(func(t *testing.T, key, value, scope, extraKey string) {
+		fx := newFixture().inScope(scope, "")
+		a := fx.span.Attributes()
+		a.PutStr(key, value)
+		a.PutStr(extraKey, value)
+		for _, k := range keys {
+			a.PutStr(k, value)
+		}
+		o := fx.mapped()
+		for _, s := range []string{o.Metadata, o.TraceMetadata} {
+			if !json.Valid([]byte(s)) {
+				t.Fatalf("invalid JSON %q", s)
+			}
+		}
+		if o.ModelParameters != "" && !json.Valid([]byte(o.ModelParameters)) {
+			t.Fatalf("invalid model parameters %q", o.ModelParameters)
+		}
+	})
+}

@@ -82,6 +82,7 @@ type goldenObservation struct {
 	ModelParameters     jsonText
 	UsageDetails        map[string]int64
 	CostDetails         map[string]float64
+	UsageEstimated      bool
 	PromptName          string
 	PromptVersion       int64
 	Environment         string
@@ -126,7 +127,7 @@ func marshalGolden(t testing.TB, obs []model.Observation) []byte {
 			Level: o.Level, StatusMessage: o.StatusMessage,
 			Input: jsonText(o.Input), Output: jsonText(o.Output), Metadata: jsonText(o.Metadata),
 			Model: o.Model, ModelParameters: jsonText(o.ModelParameters),
-			UsageDetails: o.UsageDetails, CostDetails: o.CostDetails,
+			UsageDetails: o.UsageDetails, CostDetails: o.CostDetails, UsageEstimated: o.UsageEstimated,
 			PromptName: o.PromptName, PromptVersion: o.PromptVersion,
 			Environment: o.Environment, Release: o.Release, Version: o.Version,
 			TraceName: o.TraceName, UserID: o.UserID, SessionID: o.SessionID, Tags: o.Tags, Public: o.Public,

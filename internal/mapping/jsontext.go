@@ -366,8 +366,12 @@ func skipString(s string, i int) int {
 	return i
 }
 
-// unquote decodes a JSON string literal, allocating only when it has escapes.
+// unquote decodes a JSON string literal, allocating only when it has
+// escapes; text that is not a quoted literal is returned as it is.
 func unquote(lit string) string {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return lit
+	}
 	inner := lit[1 : len(lit)-1]
 	if strings.IndexByte(inner, '\\') < 0 {
 		return inner
@@ -431,12 +435,17 @@ func rawString(raw string) string {
 	return raw
 }
 
-// rawNumber parses a raw JSON number, or a string holding one.
+// rawNumber parses a raw JSON number, or a JSON string holding one.
 func rawNumber(raw string) (float64, bool) {
 	if raw != "" && raw[0] == '"' {
 		raw = unquote(raw)
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	return parseNumber(raw)
+}
+
+// parseNumber parses decimal text such as "12" or " 0.5 ".
+func parseNumber(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}

@@ -75,8 +75,11 @@ func getMapper(now time.Time, spans int) *mapper {
 func putMapper(m *mapper) {
 	m.span = ptrace.Span{}
 	m.a.reset()
+	clear(m.meta[:cap(m.meta)])
 	m.meta = m.meta[:0]
+	clear(m.res.meta[:cap(m.res.meta)])
 	m.res = resourceInfo{attrsJSON: m.res.attrsJSON[:0], traceMeta: m.res.traceMeta, meta: m.res.meta[:0]}
+	m.scope.name, m.scope.version = "", ""
 	m.ids = nil
 	m.lastTraceHex, m.lastMeta, m.lastTraceMeta, m.lastMPs = "", "", "", ""
 	m.lastTagsSrc, m.lastTags = attr{}, nil
@@ -172,7 +175,7 @@ func (m *mapper) setResource(res pcommon.Resource) {
 			r.envs[2] = at
 		case "telemetry.sdk.language":
 			r.python = at.str() == "python"
-		case sampleRateAttribute:
+		case model.SampleRateAttribute:
 			r.sampleRate = at
 		case "langfuse.trace.metadata":
 			traceBlob = at
@@ -278,6 +281,7 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 		o.Model = m.model()
 		o.UsageDetails = m.usage()
 		o.CostDetails = m.cost()
+		o.UsageEstimated = o.UsageDetails != nil && a.usageEstimated.isTrue()
 	}
 	o.ModelParameters = m.modelParameters()
 	if o.Type == model.TypeGeneration {
@@ -544,7 +548,7 @@ func (m *mapper) tags(a attr) []string {
 	if a.ok && m.lastTagsSrc.ok && a.v.Equal(m.lastTagsSrc.v) {
 		return m.lastTags
 	}
-	m.lastTagsSrc, m.lastTags = a, tags(a)
+	m.lastTagsSrc, m.lastTags = a, parseTags(a)
 	return m.lastTags
 }
 

@@ -3,6 +3,7 @@ package mapping
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -546,10 +547,10 @@ func TestSampleRate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture()
 			if tt.setSpan {
-				require.NoError(t, f.span.Attributes().PutEmpty(sampleRateAttribute).FromRaw(tt.span))
+				require.NoError(t, f.span.Attributes().PutEmpty(model.SampleRateAttribute).FromRaw(tt.span))
 			}
 			if tt.setR {
-				require.NoError(t, f.res.Attributes().PutEmpty(sampleRateAttribute).FromRaw(tt.res))
+				require.NoError(t, f.res.Attributes().PutEmpty(model.SampleRateAttribute).FromRaw(tt.res))
 			}
 			assert.InDelta(t, tt.expect, f.mapped().SampleRate, 1e-12)
 		})
@@ -616,4 +617,39 @@ func TestMetadataIsValidJSONForOddValues(t *testing.T) {
 	assert.Contains(t, o.Metadata, `"kv":"{\"inner\":\"v\"}"`)
 	assert.Contains(t, o.Metadata, `"nan":"\"NaN\""`)
 	assert.Contains(t, o.Metadata, `"bad\"key\n":"bad\u0000value\ufffd"`)
+}
+
+func TestMetadataManyKeys(t *testing.T) {
+	f := newFixture().inScope("langfuse-sdk", "")
+	a := f.span.Attributes()
+	a.PutStr("langfuse.observation.metadata", `{"k0":"blob","k39":"blob"}`)
+	for i := range 40 {
+		a.PutInt("langfuse.observation.metadata.k"+strconv.Itoa(i), int64(i))
+	}
+	var got map[string]any
+	o := f.mapped()
+	require.NoError(t, json.Unmarshal([]byte(o.Metadata), &got))
+	assert.Len(t, got, 42) // 40 keys, resourceAttributes, scope
+	assert.EqualValues(t, 0, got["k0"])
+	assert.EqualValues(t, 39, got["k39"])
+	assert.True(t, strings.HasPrefix(o.Metadata, `{"k0":0,"k39":39,"k1":1,`), o.Metadata)
+}
+
+func TestMetadataBlobAsMap(t *testing.T) {
+	f := newFixture().inScope("langfuse-sdk", "")
+	blob := f.span.Attributes().PutEmptyMap("langfuse.observation.metadata")
+	blob.PutStr("team", "search")
+	blob.PutInt("n", 2)
+	assert.True(t, strings.HasPrefix(f.mapped().Metadata, `{"team":"search","n":2,"resourceAttributes"`))
+}
+
+func TestUsageEstimated(t *testing.T) {
+	o := mapAttrs(t, map[string]any{
+		"langfuse.observation.usage_details": `{"input":3,"output":4}`, model.UsageEstimatedAttribute: true,
+	})
+	assert.True(t, o.UsageEstimated)
+	assert.NotContains(t, o.Metadata, model.UsageEstimatedAttribute, "internal attributes stay out of metadata")
+	assert.False(t, mapAttrs(t, map[string]any{"langfuse.observation.usage_details": `{"input":3}`}).UsageEstimated)
+	assert.False(t, mapAttrs(t, map[string]any{model.UsageEstimatedAttribute: "true"}).UsageEstimated,
+		"no usage, nothing estimated")
 }

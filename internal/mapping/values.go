@@ -49,7 +49,7 @@ func floatOf(a attr) (float64, bool) {
 	case pcommon.ValueTypeDouble:
 		return a.v.Double(), true
 	case pcommon.ValueTypeStr:
-		return rawNumber(a.v.Str())
+		return parseNumber(a.v.Str())
 	}
 	return 0, false
 }
@@ -167,10 +167,10 @@ func isLowerEnv(s string) bool {
 	return true
 }
 
-// tags reads trace tags from an array, a JSON array in a string, a
+// parseTags reads trace tags from an array, a JSON array in a string, a
 // comma-separated string or a single string. The result is sorted and
 // without duplicates or empty tags, the way trace tags are merged.
-func tags(a attr) []string {
+func parseTags(a attr) []string {
 	if !a.truthy() {
 		return nil
 	}
