@@ -130,7 +130,7 @@ type spanAttrs struct {
 	// Trace level.
 	traceName, userID, lfUserID, sessionID, lfSessionID, conversationID attr
 	traceTags, lfTags, tracePublic, lfPublic, traceMetadata, lfMetadata attr
-	traceInput, traceOutput, asRoot                                     attr
+	traceInput, traceOutput, asRoot, appRoot                            attr
 	obsMetaUserID, obsMetaSessionID, obsMetaTags                        attr
 	traceMetaUserID, traceMetaSessionID, traceMetaTags                  attr
 	aiMetaUserID, aiMetaSessionID, aiMetaTags, aiMetaPrompt, tagTags    attr
@@ -216,6 +216,8 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p, hidden = &a.traceOutput, true
 	case "langfuse.internal.as_root":
 		p = &a.asRoot
+	case "langfuse.internal.is_app_root":
+		p = &a.appRoot
 	case "langfuse.observation.metadata.langfuse_user_id":
 		p = &a.obsMetaUserID
 	case "langfuse.observation.metadata.langfuse_session_id":

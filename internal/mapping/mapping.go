@@ -1,8 +1,3 @@
-// Package mapping turns OpenTelemetry spans into Glassbox observations. It is
-// the only place that knows which attribute means what: the Langfuse SDK keys
-// and the conventions of other instrumentations (OpenTelemetry GenAI,
-// OpenInference, Vercel AI SDK, Traceloop and more), following the precedence
-// rules of Langfuse's own OTLP ingestion so that traces look the same.
 package mapping
 
 import (
@@ -262,7 +257,9 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 	if !parent.IsEmpty() {
 		o.ParentID = m.hexID(parent[:])
 	}
-	o.IsRoot = parent.IsEmpty() || a.asRoot.isTrue()
+	// The SDK marks the top span of its process as the app root; when the
+	// trace continues from an uninstrumented caller it is the root we have.
+	o.IsRoot = parent.IsEmpty() || a.asRoot.isTrue() || a.appRoot.isTrue()
 
 	o.Type = m.observationType()
 	o.Name = m.name()

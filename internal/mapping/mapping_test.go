@@ -324,6 +324,9 @@ func TestTraceFields(t *testing.T) {
 		assert.True(t, mapAttrs(t, map[string]any{"langfuse.internal.as_root": "true"}).IsRoot)
 		assert.True(t, mapAttrs(t, map[string]any{"langfuse.internal.as_root": true}).IsRoot)
 		assert.False(t, mapAttrs(t, map[string]any{"langfuse.internal.as_root": "false"}).IsRoot)
+		o := mapAttrs(t, map[string]any{"langfuse.internal.is_app_root": true})
+		assert.True(t, o.IsRoot, "the SDK's app root under a remote parent")
+		assert.Equal(t, "span-name", o.TraceName)
 	})
 	t.Run("user and session precedence", func(t *testing.T) {
 		o := mapAttrs(t, map[string]any{
