@@ -1,0 +1,316 @@
+package costprocessor // import "github.com/glassbox-dev/glassbox/processor/costprocessor"
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/internal/mapping"
+	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/pricing/tokenize"
+	"github.com/glassbox-dev/glassbox/internal/refresh"
+)
+
+// The Langfuse attributes the processor writes: the mapping reads them
+// before any other usage or cost attribute, and so does every
+// Langfuse-compatible backend a fan-out sends the span to.
+const (
+	usageDetailsAttribute = "langfuse.observation.usage_details"
+	costDetailsAttribute  = "langfuse.observation.cost_details"
+)
+
+const scopeName = "github.com/glassbox-dev/glassbox/processor/costprocessor"
+
+// maxLoggedModels bounds the unknown model names logged once each.
+const maxLoggedModels = 1000
+
+// result is what happened to one span that names a model.
+type result int
+
+const (
+	resultNoModel result = iota // not counted
+	resultClientCost
+	resultPriced
+	resultEstimated
+	resultUnknownModel
+	resultNoUsage
+	resultUnpriced
+	numResults
+)
+
+var resultNames = [numResults]string{
+	resultClientCost:   "client_cost",
+	resultPriced:       "priced",
+	resultEstimated:    "estimated",
+	resultUnknownModel: "unknown_model",
+	resultNoUsage:      "no_usage",
+	resultUnpriced:     "unpriced",
+}
+
+type costProcessor struct {
+	cfg    *Config
+	logger *zap.Logger
+	pricer *pricing.Pricer
+	now    func() time.Time
+
+	spans     metric.Int64Counter
+	resultOpt [numResults]metric.AddOption
+
+	// noResource stands in for the span's resource where only model, usage
+	// and cost are read, none of which depend on it.
+	noResource pcommon.Resource
+	scratch    sync.Pool // *scratch
+
+	loggedModels sync.Map // model name -> struct{}
+	loggedCount  atomic.Int32
+
+	loop *refresh.Loop
+}
+
+// scratch is the per-call buffer space for the attribute values.
+type scratch struct {
+	keys []string
+	buf  []byte
+}
+
+func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, error) {
+	builtin, err := pricing.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	spans, err := set.MeterProvider.Meter(scopeName).Int64Counter(
+		"otelcol_processor_glassbox_cost_spans",
+		metric.WithDescription("Spans naming a model, by what the cost processor did with them."),
+		metric.WithUnit("{span}"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create span counter: %w", err)
+	}
+	p := &costProcessor{
+		cfg:        cfg,
+		logger:     set.Logger,
+		pricer:     pricing.NewPricer(builtin, cfg.CacheSize),
+		now:        time.Now,
+		spans:      spans,
+		noResource: pcommon.NewResource(),
+		scratch:    sync.Pool{New: func() any { return new(scratch) }},
+	}
+	for r := resultClientCost; r < numResults; r++ {
+		p.resultOpt[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", resultNames[r])))
+	}
+	return p, nil
+}
+
+// start resolves the models source and starts reloading the project
+// definitions in the background; until the first load the built-in
+// catalogue alone applies.
+func (p *costProcessor) start(_ context.Context, host component.Host) error {
+	if p.cfg.ModelsSource == nil {
+		return nil
+	}
+	ext, ok := host.GetExtensions()[*p.cfg.ModelsSource]
+	if !ok {
+		return fmt.Errorf("models_source extension %q is not configured", p.cfg.ModelsSource)
+	}
+	source, ok := ext.(pricing.ModelSource)
+	if !ok {
+		return fmt.Errorf("extension %q does not serve project models", p.cfg.ModelsSource)
+	}
+	p.loop = refresh.Start(p.cfg.RefreshInterval, p.cfg.RefreshTimeout, func(ctx context.Context) error {
+		models, err := source.ProjectModels(ctx)
+		if err != nil {
+			return fmt.Errorf("load project models: %w", err)
+		}
+		// Invalid definitions are skipped; the rest apply.
+		if err := p.pricer.SetProjectModels(models); err != nil {
+			p.logger.Warn("Some project model definitions are invalid and were skipped", zap.Error(err))
+		}
+		return nil
+	}, p.logger)
+	return nil
+}
+
+func (p *costProcessor) shutdown(context.Context) error {
+	p.loop.Stop()
+	p.loop = nil
+	return nil
+}
+
+func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	now := p.now()
+	var counts [numResults]int64
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		project := ""
+		if v, ok := rs.Resource().Attributes().Get(model.ProjectIDAttribute); ok {
+			project = v.Str()
+		}
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				counts[p.processSpan(project, rs.Resource(), ss.Scope(), spans.At(k), now)]++
+			}
+		}
+	}
+	for r := resultClientCost; r < numResults; r++ {
+		if counts[r] > 0 {
+			p.spans.Add(ctx, counts[r], p.resultOpt[r])
+		}
+	}
+	return td, nil
+}
+
+// processSpan prices one span. Model, usage and cost are read by the
+// mapping itself, so the processor prices exactly what will be stored.
+func (p *costProcessor) processSpan(project string, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) result {
+	o := mapping.FromSpan(p.noResource, scope, span, now)
+	if o.Model == "" {
+		return resultNoModel
+	}
+	if len(o.CostDetails) > 0 {
+		return resultClientCost
+	}
+	at := now
+	if ts := span.StartTimestamp(); ts != 0 {
+		at = ts.AsTime()
+	}
+	price, ok := p.pricer.Find(project, o.Model, at)
+	if !ok {
+		p.logUnknown(o.Model)
+		return resultUnknownModel
+	}
+	usage, estimated := o.UsageDetails, false
+	if len(usage) == 0 {
+		if usage = p.estimate(price, res, scope, span, now); usage == nil {
+			return resultNoUsage
+		}
+		estimated = true
+	}
+	cost, ok := price.Cost(usage)
+	if !ok {
+		return resultUnpriced
+	}
+	s := p.scratch.Get().(*scratch)
+	attrs := span.Attributes()
+	attrs.PutStr(usageDetailsAttribute, s.usageJSON(usage))
+	attrs.PutStr(costDetailsAttribute, s.costJSON(cost.Details))
+	p.scratch.Put(s)
+	if estimated {
+		attrs.PutBool(model.UsageEstimatedAttribute, true)
+		return resultEstimated
+	}
+	return resultPriced
+}
+
+// estimate counts the tokens of a generation or embedding that reported
+// no usage, when its model has an offline tokenizer; nil otherwise. As in
+// Langfuse, failed generations are not estimated.
+func (p *costProcessor) estimate(price *pricing.Price, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) map[string]int64 {
+	if !p.cfg.EstimateUsage || price.TokenizerID() != pricing.TokenizerOpenAI {
+		return nil
+	}
+	o := mapping.FromSpan(res, scope, span, now)
+	if o.Type != model.TypeGeneration && o.Type != model.TypeEmbedding || o.Level == model.LevelError {
+		return nil
+	}
+	if o.Input == "" && o.Output == "" || len(o.Input)+len(o.Output) > p.cfg.MaxEstimateBytes {
+		return nil
+	}
+	usage, err := tokenize.Estimate(price.TokenizerConfig(), o.Input, o.Output)
+	if err != nil {
+		p.logger.Debug("Cannot estimate usage", zap.String("model", o.Model), zap.Error(err))
+		return nil
+	}
+	return usage
+}
+
+// logUnknown logs each unknown model name once, so that a model without a
+// price does not go unnoticed.
+func (p *costProcessor) logUnknown(name string) {
+	if p.loggedCount.Load() >= maxLoggedModels {
+		return
+	}
+	if _, seen := p.loggedModels.LoadOrStore(name, struct{}{}); seen {
+		return
+	}
+	p.loggedCount.Add(1)
+	p.logger.Info("No price for this model; its generations stay without cost until a model definition matches it",
+		zap.String("model", name))
+}
+
+// usageJSON writes usage as a JSON object with sorted keys.
+func (s *scratch) usageJSON(usage map[string]int64) string {
+	s.keys = sortedKeys(s.keys, usage)
+	b := append(s.buf[:0], '{')
+	for i, k := range s.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, usage[k], 10)
+	}
+	s.buf = append(b, '}')
+	return string(s.buf)
+}
+
+// costJSON writes cost details as a JSON object with sorted keys.
+func (s *scratch) costJSON(cost map[string]float64) string {
+	s.keys = sortedKeys(s.keys, cost)
+	b := append(s.buf[:0], '{')
+	for i, k := range s.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendFloat(b, cost[k], 'g', -1, 64)
+	}
+	s.buf = append(b, '}')
+	return string(s.buf)
+}
+
+func sortedKeys[V any](dst []string, m map[string]V) []string {
+	dst = dst[:0]
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
+}
+
+// appendJSONString appends s as a JSON string. Usage keys come from client
+// data, so quotes, backslashes, control characters and invalid UTF-8 are
+// escaped or replaced.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r) // invalid bytes arrive as U+FFFD
+		}
+	}
+	return append(b, '"')
+}
