@@ -207,6 +207,27 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 12,
+		name:    "score configs",
+		stmts: []string{
+			// categories is a JSON array of {value, label}, null for NUMERIC.
+			`CREATE TABLE score_configs (
+				id          TEXT PRIMARY KEY,
+				project_id  TEXT NOT NULL REFERENCES projects (id),
+				name        TEXT NOT NULL,
+				data_type   TEXT NOT NULL CHECK (data_type IN ('NUMERIC', 'CATEGORICAL', 'BOOLEAN')),
+				is_archived INTEGER NOT NULL,
+				min_value   DOUBLE PRECISION,
+				max_value   DOUBLE PRECISION,
+				categories  TEXT NOT NULL,
+				description TEXT NOT NULL,
+				created_at  BIGINT NOT NULL,
+				updated_at  BIGINT NOT NULL
+			)`,
+			`CREATE INDEX score_configs_project ON score_configs (project_id, created_at)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
