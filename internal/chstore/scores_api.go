@@ -1,0 +1,143 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+)
+
+// Score value comparisons SearchScores accepts, as the public API spells them.
+var scoreOperators = map[string]bool{"<": true, ">": true, "<=": true, ">=": true, "=": true, "!=": true}
+
+// ScoreSearch is a ScoreFilter plus the other filters of the public score
+// list. Zero-valued fields do not filter.
+type ScoreSearch struct {
+	ScoreFilter
+	IDs     []string
+	QueueID string
+	// Operator (<, >, <=, >=, = or !=) compares the score value with Value.
+	Operator string
+	Value    float64
+	// UserID keeps scores of traces that carried this user id; TraceTags
+	// keeps scores of traces that carry all these tags.
+	UserID    string
+	TraceTags []string
+}
+
+// SearchScores returns one page of a project's scores, newest first, and the
+// number that match. Like ListScores it judges each score id by its newest
+// version and leaves out scores of deleted traces.
+func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, error) {
+	f := q.ScoreFilter
+	if f.ProjectID == "" {
+		return nil, 0, fmt.Errorf("%w: project id is required", ErrInvalid)
+	}
+	if q.Operator != "" && !scoreOperators[q.Operator] {
+		return nil, 0, fmt.Errorf("%w: score value operator %q", ErrInvalid, q.Operator)
+	}
+	inner := &where{}
+	inner.add("project_id = ?", f.ProjectID)
+	if len(q.IDs) > 0 {
+		inner.add("id IN "+placeholders(len(q.IDs)), anySlice(q.IDs)...)
+	}
+	if f.From > 0 {
+		inner.add("timestamp >= toDateTime(?)", f.From/1e6)
+	}
+	if f.To > 0 {
+		inner.add("timestamp < toDateTime(?)", ceilSeconds(f.To))
+	}
+	latest := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY event_ts DESC LIMIT 1 BY id",
+		scoreReadColumns, s.ddl.name(scoresTable), inner)
+
+	outer := &where{}
+	if f.From > 0 {
+		outer.add("timestamp_us >= ?", f.From)
+	}
+	if f.To > 0 {
+		outer.add("timestamp_us < ?", f.To)
+	}
+	for _, c := range []struct{ column, value string }{
+		{"trace_id", f.TraceID}, {"observation_id", f.ObservationID}, {"session_id", f.SessionID},
+		{"dataset_run_id", f.DatasetRunID}, {"name", f.Name}, {"source", f.Source},
+		{"data_type", f.DataType}, {"config_id", f.ConfigID}, {"queue_id", q.QueueID},
+	} {
+		if c.value != "" {
+			outer.add(c.column+" = ?", c.value)
+		}
+	}
+	if len(f.Environment) > 0 {
+		outer.add("has(?, environment)", f.Environment)
+	}
+	if q.Operator != "" {
+		outer.add("value "+q.Operator+" ?", q.Value)
+	}
+	observations := s.ddl.name(observationsTable)
+	if q.UserID != "" {
+		outer.add("trace_id GLOBAL IN (SELECT trace_id FROM "+observations+" WHERE project_id = ? AND user_id = ?)",
+			f.ProjectID, q.UserID)
+	}
+	if len(q.TraceTags) > 0 {
+		outer.add("trace_id GLOBAL IN (SELECT trace_id FROM "+observations+
+			" WHERE project_id = ? GROUP BY trace_id HAVING hasAll(groupUniqArrayArray(tags), ?))", f.ProjectID, q.TraceTags)
+	}
+	s.notDeleted(outer, f.ProjectID)
+	query := "FROM (" + latest + ") AS latest WHERE " + outer.String()
+	args := append(inner.args[:len(inner.args):len(inner.args)], outer.args...)
+
+	var total uint64
+	if err := s.query(ctx, "SELECT count() "+query, args, func(r rowScanner) error { return r.Scan(&total) }); err != nil {
+		return nil, 0, fmt.Errorf("count scores: %w", err)
+	}
+	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
+	scores := []Score{}
+	err := s.query(ctx, "SELECT "+scoreReadColumns+" "+query+" ORDER BY timestamp_us DESC, id DESC LIMIT ?, ?",
+		append(args, offset, limit), func(r rowScanner) error {
+			sc, err := scanScore(r)
+			if err != nil {
+				return err
+			}
+			scores = append(scores, sc)
+			return nil
+		})
+	if err != nil {
+		return nil, 0, fmt.Errorf("search scores: %w", err)
+	}
+	return scores, int(total), nil
+}
+
+func scanScore(r rowScanner) (Score, error) {
+	var (
+		sc       Score
+		storedAt uint64
+	)
+	err := r.Scan(&sc.ProjectID, &sc.ID, &sc.Timestamp, &sc.Name, &sc.Value, &sc.StringValue, &sc.DataType, &sc.Source,
+		&sc.Comment, &sc.Metadata, &sc.ConfigID, &sc.QueueID, &sc.AuthorUserID, &sc.Environment,
+		&sc.TraceID, &sc.ObservationID, &sc.SessionID, &sc.DatasetRunID, &storedAt)
+	sc.StoredAt = int64(storedAt)
+	return sc, err
+}
+
+// GetScore returns the newest version of one score of the project.
+func (s *Store) GetScore(ctx context.Context, projectID, id string) (Score, error) {
+	scores, _, err := s.SearchScores(ctx, ScoreSearch{ScoreFilter: ScoreFilter{ProjectID: projectID, Limit: 1}, IDs: []string{id}})
+	if err != nil {
+		return Score{}, err
+	}
+	if len(scores) == 0 {
+		return Score{}, fmt.Errorf("score %s: %w", id, ErrNotFound)
+	}
+	return scores[0], nil
+}
+
+// DeleteScore starts removing a score of the project. The removal is an
+// asynchronous ALTER ... DELETE (18.16 has no synchronous form): reads stop
+// returning the score once the server has applied it.
+func (s *Store) DeleteScore(ctx context.Context, projectID, id string) error {
+	if _, err := s.GetScore(ctx, projectID, id); err != nil {
+		return err
+	}
+	stmt := fmt.Sprintf("ALTER TABLE %s%s DELETE WHERE project_id = ? AND id = ?", s.ddl.local(scoresTable), s.ddl.onCluster())
+	if err := s.exec(ctx, stmt, projectID, id); err != nil {
+		return fmt.Errorf("start removing score %s: %w", id, err)
+	}
+	return nil
+}
