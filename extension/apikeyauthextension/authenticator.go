@@ -39,6 +39,10 @@ const (
 // projects but not write a project's data.
 var ErrOrganizationKey = errors.New("organization keys cannot ingest data; use a project key")
 
+// ErrUnavailable is what Authenticate answers when the key store cannot be
+// reached, instead of the store's own error.
+var ErrUnavailable = errors.New("API key verification is unavailable")
+
 var (
 	_ extension.Extension             = (*authenticator)(nil)
 	_ extensionauth.Server            = (*authenticator)(nil)
@@ -142,12 +146,20 @@ func (a *authenticator) Dependencies() []component.ID {
 func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]string) (context.Context, error) {
 	publicKey, secretKey, err := apikey.ParseBasic(authorizationHeader(headers))
 	if err != nil {
-		a.recordFailure(ctx, reasonMissing)
+		reason := reasonInvalid
+		if errors.Is(err, apikey.ErrMissingCredentials) {
+			reason = reasonMissing
+		}
+		a.recordFailure(ctx, reason)
 		return ctx, err
 	}
 	p, err := a.Verify(ctx, publicKey, secretKey)
+	if errors.Is(err, apikey.ErrInvalidCredentials) {
+		return ctx, apikey.ErrInvalidCredentials
+	}
 	if err != nil {
-		return ctx, err
+		// The client sees this text; the store's own error stays inside.
+		return ctx, ErrUnavailable
 	}
 	if p.Scope != apikey.ScopeProject {
 		a.recordFailure(ctx, reasonScope)

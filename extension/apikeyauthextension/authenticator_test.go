@@ -219,6 +219,10 @@ func TestAuthenticate(t *testing.T) {
 	require.ErrorIs(t, err, apikey.ErrInvalidCredentials)
 	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-org", "sk-org")}})
 	require.ErrorIs(t, err, ErrOrganizationKey)
+
+	store.set("", nil, errors.New("connection refused to db.internal:5432"))
+	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-db", "sk-db")}})
+	require.Equal(t, ErrUnavailable, err, "store details are not sent to clients")
 }
 
 func TestStoreBackedVerification(t *testing.T) {
@@ -361,6 +365,7 @@ func TestFailureMetric(t *testing.T) {
 
 	ctx := context.Background()
 	_, _ = a.Authenticate(ctx, map[string][]string{})
+	_, _ = a.Authenticate(ctx, map[string][]string{"Authorization": {"Bearer pk-plain"}})
 	_, _ = a.Authenticate(ctx, map[string][]string{"Authorization": {basic("pk-plain", "bad")}})
 	_, _ = a.Authenticate(ctx, map[string][]string{"Authorization": {basic("pk-plain", "bad")}}) // cached refusal counts too
 	_, _ = a.Authenticate(ctx, map[string][]string{"Authorization": {basic("pk-org", "sk-org")}})
@@ -376,5 +381,5 @@ func TestFailureMetric(t *testing.T) {
 		reason, _ := dp.Attributes.Value(attribute.Key("reason"))
 		got[reason.AsString()] = dp.Value
 	}
-	assert.Equal(t, map[string]int64{"missing": 1, "invalid": 2, "scope": 1, "unavailable": 1}, got)
+	assert.Equal(t, map[string]int64{"missing": 1, "invalid": 3, "scope": 1, "unavailable": 1}, got)
 }
