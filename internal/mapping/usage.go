@@ -35,7 +35,7 @@ var (
 		"completion_tokens", "output_tokens", "completion", "completionTokens", "outputTokens",
 	}
 	totalAliases  = []string{UsageTotal, "total_tokens", "totalTokens"}
-	detailAliases = []struct {
+	detailAliases = [...]struct {
 		key     string
 		aliases []string
 	}{
@@ -73,20 +73,36 @@ var (
 	}
 )
 
-// usageAliasKeys holds every key that the alias lists resolve.
-var usageAliasKeys = func() map[string]struct{} {
-	set := make(map[string]struct{})
-	for _, list := range [][]string{{UsageInput, UsageOutput}, inputAliases, outputAliases, totalAliases} {
-		for _, k := range list {
-			set[k] = struct{}{}
+// Alias groups: the canonical input and output, the provider totals that
+// stand for them, total, then one group per detail in detailAliases.
+const (
+	groupInput = iota
+	groupInputTotal
+	groupOutput
+	groupOutputTotal
+	groupTotal
+	groupDetails
+)
+
+type usageAlias struct{ group, rank int }
+
+// usageAliases maps every alias key to its group and its precedence there.
+var usageAliases = func() map[string]usageAlias {
+	m := make(map[string]usageAlias)
+	add := func(group int, keys []string) {
+		for rank, k := range keys {
+			m[k] = usageAlias{group, rank}
 		}
 	}
-	for _, d := range detailAliases {
-		for _, k := range d.aliases {
-			set[k] = struct{}{}
-		}
+	add(groupInput, []string{UsageInput})
+	add(groupInputTotal, inputAliases)
+	add(groupOutput, []string{UsageOutput})
+	add(groupOutputTotal, outputAliases)
+	add(groupTotal, totalAliases)
+	for i, d := range detailAliases {
+		add(groupDetails+i, d.aliases)
 	}
-	return set
+	return m
 }()
 
 // NormalizeUsage turns provider-specific usage keys into the canonical ones:
@@ -143,48 +159,58 @@ func normalizeUsage(raw usagePairs) map[string]int64 {
 	if len(raw) == 0 {
 		return nil
 	}
+	type pick struct {
+		n, rank int64
+		ok      bool
+	}
+	var best [groupDetails + len(detailAliases)]pick
 	out := make(map[string]int64, len(raw)+1)
-	first := func(keys []string) (int64, bool) {
-		for _, k := range keys {
-			if n, ok := raw.get(k); ok && n >= 0 {
-				return n, true
-			}
-		}
-		return 0, false
-	}
-
-	input, hasInput := first([]string{UsageInput})
-	inputInclusive := false
-	if n, ok := first(inputAliases); ok && !hasInput {
-		input, hasInput, inputInclusive = n, true, true
-	}
-	output, hasOutput := first([]string{UsageOutput})
-	outputInclusive := false
-	if n, ok := first(outputAliases); ok && !hasOutput {
-		output, hasOutput, outputInclusive = n, true, true
-	}
-	total, hasTotal := first(totalAliases)
-	for _, d := range detailAliases {
-		if n, ok := first(d.aliases); ok {
-			out[d.key] = n
-		}
-	}
+	renamed := false
 	for _, p := range raw {
-		k, n := p.key, p.n
-		if _, alias := usageAliasKeys[k]; alias || n < 0 {
-			continue // an alias that lost to an earlier one is dropped
+		if p.n < 0 {
+			continue
 		}
-		key := strings.TrimPrefix(k, providerDetailsStrip)
-		for _, p := range detailPrefixes {
-			if rest, ok := strings.CutPrefix(k, p.prefix); ok {
-				key = p.to + rest
-				break
+		if al, ok := usageAliases[p.key]; ok {
+			// Of several aliases the first in precedence wins; the rest are dropped.
+			if b := &best[al.group]; !b.ok || int64(al.rank) < b.rank {
+				*b = pick{p.n, int64(al.rank), true}
+			}
+			continue
+		}
+		if renameUsageKey(p.key) != p.key {
+			renamed = true
+			continue
+		}
+		out[p.key] = p.n
+	}
+	if renamed { // after the keys as given, so that those win a clash
+		for _, p := range raw {
+			if _, alias := usageAliases[p.key]; alias || p.n < 0 {
+				continue
+			}
+			if key := renameUsageKey(p.key); key != p.key {
+				if _, taken := out[key]; !taken {
+					out[key] = p.n
+				}
 			}
 		}
-		if _, taken := out[key]; !taken {
-			out[key] = n
+	}
+	for i, d := range detailAliases {
+		if b := best[groupDetails+i]; b.ok {
+			out[d.key] = b.n
 		}
 	}
+	input, hasInput := best[groupInput].n, best[groupInput].ok
+	inputInclusive := !hasInput && best[groupInputTotal].ok
+	if inputInclusive {
+		input, hasInput = best[groupInputTotal].n, true
+	}
+	output, hasOutput := best[groupOutput].n, best[groupOutput].ok
+	outputInclusive := !hasOutput && best[groupOutputTotal].ok
+	if outputInclusive {
+		output, hasOutput = best[groupOutputTotal].n, true
+	}
+	total, hasTotal := best[groupTotal].n, best[groupTotal].ok
 
 	var inputDetails, outputDetails int64
 	for k, n := range out {
@@ -220,6 +246,17 @@ func normalizeUsage(raw usagePairs) map[string]int64 {
 		return nil
 	}
 	return out
+}
+
+// renameUsageKey drops the "details." prefix and turns the remaining
+// OpenAI-style detail keys into input_<k> / output_<k>.
+func renameUsageKey(k string) string {
+	for _, p := range detailPrefixes {
+		if rest, ok := strings.CutPrefix(k, p.prefix); ok {
+			return p.to + rest
+		}
+	}
+	return strings.TrimPrefix(k, providerDetailsStrip)
 }
 
 // usage extracts usage details: the Langfuse JSON first, then the Vercel AI

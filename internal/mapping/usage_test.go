@@ -56,6 +56,8 @@ func TestNormalizeUsage(t *testing.T) {
 		{"other keys kept, details prefix removed", map[string]int64{
 			"details.image_tokens": 3, "web_search_queries": 1}, map[string]int64{
 			"image_tokens": 3, "web_search_queries": 1, "total": 4}},
+		{"a key as given wins over a renamed one", map[string]int64{"details.image_tokens": 1, "image_tokens": 2},
+			map[string]int64{"image_tokens": 2, "total": 2}},
 		{"camelCase SDK usage", map[string]int64{"inputTokens": 50, "outputTokens": 5, "cachedInputTokens": 40},
 			map[string]int64{"input": 10, "output": 5, "input_cached_tokens": 40, "total": 55}},
 	}
