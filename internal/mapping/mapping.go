@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/hex"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,8 @@ func Observations(td ptrace.Traces, now time.Time) []model.Observation {
 
 // AppendObservations is the allocation-friendly form used on the hot path: it
 // appends to dst and reuses per-resource work across the resource's spans.
+// The observations of one call may share strings and Tags slices, so they
+// must not be modified in place.
 func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time) []model.Observation {
 	m := getMapper(now, td.SpanCount())
 	defer putMapper(m)
@@ -59,9 +62,6 @@ func getMapper(now time.Time, spans int) *mapper {
 	m.now = now.UnixMicro()
 	// A fresh id buffer each call: earlier observations keep pointing into the old one.
 	m.ids = make([]byte, 0, spans*2*hex.EncodedLen(len(pcommon.SpanID{})))
-	m.lastTraceID, m.lastTraceHex = pcommon.TraceID{}, ""
-	m.lastMeta, m.lastTraceMeta, m.lastMPs = "", "", ""
-	m.lastTagsSrc, m.lastTags = attr{}, nil
 	return m
 }
 
@@ -76,6 +76,7 @@ func putMapper(m *mapper) {
 	m.res = resourceInfo{attrsJSON: m.res.attrsJSON[:0], traceMeta: m.res.traceMeta, meta: m.res.meta[:0]}
 	m.scope.name, m.scope.version = "", ""
 	m.ids = nil
+	m.lastTraceID = pcommon.TraceID{}
 	m.lastTraceHex, m.lastMeta, m.lastTraceMeta, m.lastMPs = "", "", "", ""
 	m.lastTagsSrc, m.lastTags = attr{}, nil
 	mapperPool.Put(m)
@@ -323,8 +324,7 @@ func (m *mapper) hexID(id []byte) string {
 // times returns start and end in microseconds: a missing edge takes the
 // other one, and a span with neither gets now.
 func (m *mapper) times() (start, end int64) {
-	start = int64(m.span.StartTimestamp()) / 1000
-	end = int64(m.span.EndTimestamp()) / 1000
+	start, end = micros(m.span.StartTimestamp()), micros(m.span.EndTimestamp())
 	switch {
 	case start == 0 && end == 0:
 		return m.now, m.now
@@ -334,6 +334,14 @@ func (m *mapper) times() (start, end int64) {
 		return start, start
 	}
 	return start, end
+}
+
+// micros converts nanoseconds; a value beyond int64 counts as absent.
+func micros(ts pcommon.Timestamp) int64 {
+	if ts > math.MaxInt64 {
+		return 0
+	}
+	return int64(ts) / 1000
 }
 
 // name applies the span-name overrides of instrumentations that put the

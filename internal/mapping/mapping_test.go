@@ -248,6 +248,11 @@ func TestTimestamps(t *testing.T) {
 	assert.Equal(t, startUs, o.EndTime, "missing end takes the start")
 
 	f = newFixture()
+	f.span.SetStartTimestamp(pcommon.Timestamp(math.MaxUint64))
+	o = f.mapped()
+	assert.Equal(t, startUs+1_000_000, o.StartTime, "an out-of-range start is missing")
+
+	f = newFixture()
 	f.span.SetStartTimestamp(0)
 	f.span.SetEndTimestamp(0)
 	o = f.mapped()

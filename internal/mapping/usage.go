@@ -25,7 +25,7 @@ const (
 	maxUsageFlattenMembers = 256
 )
 
-// usageAliases lists, per canonical key, the provider keys that carry it, in
+// The alias lists give, per canonical key, the provider keys that carry it, in
 // order of precedence. The input and output aliases are totals that include
 // their details (cached, reasoning, ...); the canonical input and output
 // already exclude them.
