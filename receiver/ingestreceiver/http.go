@@ -46,17 +46,19 @@ type HandlerProvider interface {
 	Handler() http.Handler
 }
 
-// newHandler routes the receiver's paths; fallback serves all others.
+// newHandler routes the receiver's paths; fallback serves all others. With a
+// fallback the health path is the fallback's too, since it knows whether the
+// stores behind the API answer.
 func (r *ingestReceiver) newHandler(fallback http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(TracesPath, r.handleTraces)
+	mux.HandleFunc(MetricsPath, r.handleMetrics)
 	if fallback == nil {
+		mux.HandleFunc(HealthPath, r.handleHealth)
 		fallback = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSONError(w, http.StatusNotFound, msgNotFound)
 		})
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(TracesPath, r.handleTraces)
-	mux.HandleFunc(MetricsPath, r.handleMetrics)
-	mux.HandleFunc(HealthPath, r.handleHealth)
 	mux.Handle("/", fallback)
 	return mux
 }

@@ -563,7 +563,7 @@ func TestFallback(t *testing.T) {
 		cfg.Fallback = &id
 		sink := new(consumertest.TracesSink)
 		s := startReceiver(t, cfg, sink, nil, map[component.ID]component.Component{fallbackID: fakeFallback{}})
-		for _, path := range []string{"/api/public/projects", "/", "/api/public/otel/v1/logs", "/ui/traces"} {
+		for _, path := range []string{"/api/public/projects", "/", "/api/public/otel/v1/logs", "/ui/traces", HealthPath} {
 			req, _ := http.NewRequest(http.MethodGet, s.url+path, http.NoBody)
 			resp, body := do(t, req)
 			assert.Equal(t, http.StatusTeapot, resp.StatusCode, path)
