@@ -22,6 +22,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
 	"github.com/glassbox-dev/glassbox/apiserver/projects"
 	"github.com/glassbox-dev/glassbox/apiserver/prompts"
+	"github.com/glassbox-dev/glassbox/apiserver/scores"
 	"github.com/glassbox-dev/glassbox/apiserver/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/traces"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
@@ -96,6 +97,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, sessions.Routes(ch)...)
 	routes = append(routes, prompts.Routes(cp)...)
 	routes = append(routes, datasets.Routes(cp, ch)...)
+	routes = append(routes, scores.Routes(ch, cp)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 
