@@ -228,6 +228,71 @@ var migrations = []migration{
 			`CREATE INDEX score_configs_project ON score_configs (project_id, created_at)`,
 		},
 	},
+	{
+		version: 13,
+		name:    "media, server secrets",
+		stmts: []string{
+			// The id is derived from the content hash, so it repeats across
+			// projects; the bytes themselves live in the media directory.
+			`CREATE TABLE media (
+				project_id         TEXT NOT NULL REFERENCES projects (id),
+				id                 TEXT NOT NULL,
+				sha256_hash        TEXT NOT NULL,
+				content_type       TEXT NOT NULL,
+				content_length     BIGINT NOT NULL,
+				uploaded_at        BIGINT,
+				upload_http_status INTEGER NOT NULL,
+				upload_http_error  TEXT NOT NULL,
+				upload_time_ms     BIGINT NOT NULL,
+				created_at         BIGINT NOT NULL,
+				updated_at         BIGINT NOT NULL,
+				PRIMARY KEY (project_id, id)
+			)`,
+			// Keys shared by all API servers on this store, e.g. for signing
+			// media URLs; values are base64.
+			`CREATE TABLE server_secrets (
+				name       TEXT PRIMARY KEY,
+				value      TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			)`,
+		},
+	},
+	{
+		version: 20,
+		name:    "model definitions",
+		stmts: []string{
+			// A project's own prices. start_date 0 means the prices always
+			// applied; pricing_tiers is the JSON array of pricing.Tier.
+			`CREATE TABLE models (
+				id               TEXT PRIMARY KEY,
+				project_id       TEXT NOT NULL REFERENCES projects (id),
+				model_name       TEXT NOT NULL,
+				match_pattern    TEXT NOT NULL,
+				start_date       BIGINT NOT NULL,
+				unit             TEXT NOT NULL,
+				tokenizer_id     TEXT NOT NULL,
+				tokenizer_config TEXT,
+				pricing_tiers    TEXT NOT NULL,
+				created_at       BIGINT NOT NULL,
+				updated_at       BIGINT NOT NULL,
+				UNIQUE (project_id, model_name, start_date)
+			)`,
+		},
+	},
+	{
+		version: 21,
+		name:    "project settings",
+		stmts: []string{
+			// sampling_rate NULL leaves the project's default rate to the
+			// collector; sampling_environments is a JSON object of rates.
+			`CREATE TABLE project_settings (
+				project_id            TEXT PRIMARY KEY REFERENCES projects (id),
+				sampling_rate         DOUBLE PRECISION,
+				sampling_environments TEXT NOT NULL,
+				updated_at            BIGINT NOT NULL
+			)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
