@@ -18,9 +18,11 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/models"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
 	"github.com/glassbox-dev/glassbox/apiserver/projects"
+	"github.com/glassbox-dev/glassbox/apiserver/projectsettings"
 	"github.com/glassbox-dev/glassbox/apiserver/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/scores"
 	"github.com/glassbox-dev/glassbox/apiserver/sessions"
@@ -98,6 +100,8 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, prompts.Routes(cp)...)
 	routes = append(routes, datasets.Routes(cp, ch)...)
 	routes = append(routes, scores.Routes(ch, cp)...)
+	routes = append(routes, models.Routes(cp)...)
+	routes = append(routes, projectsettings.Routes(cp)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 
