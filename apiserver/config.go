@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	// MaxRequestBodyBytes bounds request bodies; larger ones get 413.
 	MaxRequestBodyBytes int64 `mapstructure:"max_request_body_bytes"`
 
+	// Media configures the attachments uploaded through the media routes.
+	Media MediaConfig `mapstructure:"media"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -41,6 +45,18 @@ type Config struct {
 type ControlPlaneConfig struct {
 	// DSN is sqlite://path (embedded, the default) or postgres://... .
 	DSN string `mapstructure:"dsn"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// MediaConfig says where uploaded media are kept. Uploads go to signed URLs
+// on this server, so every API server replica needs the same directory.
+type MediaConfig struct {
+	// Dir holds the bytes, one file per project and media id.
+	Dir string `mapstructure:"dir"`
+	// MaxContentLength bounds one upload, in bytes.
+	MaxContentLength int64 `mapstructure:"max_content_length"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -66,6 +82,7 @@ const (
 	DefaultListen          = "127.0.0.1:3000"
 	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
 	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
+	DefaultMediaDir        = ".data/media"
 )
 
 // NewDefaultConfig returns the configuration of a local single-node install.
@@ -75,6 +92,7 @@ func NewDefaultConfig() Config {
 		ControlPlane:        ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
 		ClickHouse:          ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
 		MaxRequestBodyBytes: httpx.DefaultMaxBodyBytes,
+		Media:               MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
 	}
 }
 
@@ -99,6 +117,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
+	}
+	if cfg.Media.Dir == "" {
+		errs = append(errs, errors.New("media.dir is required"))
+	}
+	if cfg.Media.MaxContentLength <= 0 {
+		errs = append(errs, errors.New("media.max_content_length must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/models"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
@@ -81,7 +82,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
 	}
-	s.handler = prompts.FolderNames(s.handler)
+	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
 	return s, nil
 }
 
@@ -100,9 +101,16 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, prompts.Routes(cp)...)
 	routes = append(routes, datasets.Routes(cp, ch)...)
 	routes = append(routes, scores.Routes(ch, cp)...)
+	routes = append(routes, mediaService(cfg, cp).Routes()...)
 	routes = append(routes, models.Routes(cp)...)
 	routes = append(routes, projectsettings.Routes(cp)...)
 	return append(routes, openapi.Route(routes, Version))
+}
+
+// mediaService serves media from the configured directory; instances share
+// their URL-signing key through the control plane store.
+func mediaService(cfg Config, cp *controlplane.Store) *media.Service {
+	return media.New(cp, media.Config{Dir: cfg.Media.Dir, MaxContentLength: cfg.Media.MaxContentLength, PublicURL: cfg.PublicURL})
 }
 
 // Handler serves the API: every /api/public route, and JSON 404s for any

@@ -48,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 				},
 				InitFromEnv:         true,
 				MaxRequestBodyBytes: 4718592,
+				Media:               apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
 			},
 		},
 	}
