@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
@@ -67,6 +68,11 @@ func newServer(t *testing.T) server {
 		Name: "prompt-b", Prompt: json.RawMessage(`"secret-of-b"`), Labels: []string{"production"},
 	})
 	require.NoError(t, err)
+	_, err = cp.CreateModel(context.Background(), s.b.ProjectID, pricing.Model{
+		ID: "model-b", Name: "secret-of-b", MatchPattern: "^secret-of-b$",
+		Tiers: []pricing.Tier{{Name: "Standard", IsDefault: true, Prices: map[string]float64{"input": 1}}},
+	})
+	require.NoError(t, err)
 	cfg := NewDefaultConfig()
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})
@@ -105,6 +111,22 @@ func fixed(path string) func(server) string {
 // attacks has one entry per route; TestSecurityMatrix fails when a route
 // has none, so a new route cannot skip the matrix.
 var attacks = map[string]attack{
+	"GET /api/public/models": {auth: projectKey, target: fixed("/api/public/models?limit=100"), check: onlyOwn},
+	"POST /api/public/models": {auth: projectKey, target: fixed("/api/public/models"),
+		body: func(server) any {
+			return map[string]any{"modelName": "secret-of-b", "matchPattern": "^secret-of-b$", "inputPrice": 0}
+		},
+		check: func(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			assert.NotContains(t, rec.Body.String(), "model-b", "created in the key's own project")
+		}},
+	"GET /api/public/models/{id}":    {auth: projectKey, target: fixed("/api/public/models/model-b"), check: notFound},
+	"DELETE /api/public/models/{id}": {auth: projectKey, target: fixed("/api/public/models/model-b"), check: notFound},
+	"GET /api/public/projects/{projectId}/settings": {auth: projectKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/settings" }, check: notFound},
+	"PUT /api/public/projects/{projectId}/settings": {auth: projectKey,
+		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/settings" },
+		body:   func(server) any { return map[string]any{"sampling": map[string]any{"rate": 0}} }, check: notFound},
 	"GET /api/public/health":       {auth: projectKey, target: fixed("/api/public/health"), check: onlyOwn},
 	"GET /api/public/openapi.json": {auth: projectKey, target: fixed("/api/public/openapi.json"), check: onlyOwn},
 	"GET /api/public/projects":     {auth: projectKey, target: fixed("/api/public/projects"), check: onlyOwn},
@@ -189,6 +211,7 @@ func TestSecurityMatrix(t *testing.T) {
 		"/api/public/sessions/" + s.b.session,
 		"/api/public/projects",
 		"/api/public/v2/prompts/prompt-b",
+		"/api/public/models/model-b",
 	} {
 		rec := apitest.Do(t, s.h, http.MethodGet, target, s.b.ProjectAuth, nil)
 		assert.Equal(t, http.StatusOK, rec.Code, "%s: %s", target, rec.Body.String())
