@@ -293,6 +293,151 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 30,
+		name:    "llm connections, evaluators, evaluator rules, prompt experiments, evaluation jobs",
+		stmts: []string{
+			// secret_key and extra_headers are sealed (SecretBox) and bound to
+			// the row id; they are never returned.
+			`CREATE TABLE llm_connections (
+				id              TEXT PRIMARY KEY,
+				project_id      TEXT NOT NULL REFERENCES projects (id),
+				provider        TEXT NOT NULL,
+				adapter         TEXT NOT NULL CHECK (adapter IN ('openai', 'anthropic')),
+				base_url        TEXT NOT NULL,
+				secret_key      TEXT NOT NULL,
+				display_secret  TEXT NOT NULL,
+				extra_headers   TEXT NOT NULL,
+				header_keys     TEXT NOT NULL,
+				custom_models   TEXT NOT NULL,
+				default_model   TEXT NOT NULL,
+				default_params  TEXT NOT NULL,
+				max_concurrency INTEGER NOT NULL,
+				timeout_ms      BIGINT NOT NULL,
+				created_at      BIGINT NOT NULL,
+				updated_at      BIGINT NOT NULL,
+				UNIQUE (project_id, provider)
+			)`,
+			// definition is the JSON of the kind's settings, output and variables.
+			`CREATE TABLE evaluators (
+				id         TEXT PRIMARY KEY,
+				project_id TEXT NOT NULL REFERENCES projects (id),
+				name       TEXT NOT NULL,
+				kind       TEXT NOT NULL CHECK (kind IN ('llm', 'cel', 'webhook')),
+				score_name TEXT NOT NULL,
+				definition TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL,
+				UNIQUE (project_id, name)
+			)`,
+			// Evaluators and connections in use cannot be deleted.
+			`CREATE TABLE eval_rules (
+				id            TEXT PRIMARY KEY,
+				project_id    TEXT NOT NULL REFERENCES projects (id),
+				name          TEXT NOT NULL,
+				evaluator_id  TEXT NOT NULL REFERENCES evaluators (id),
+				connection_id TEXT REFERENCES llm_connections (id),
+				target        TEXT NOT NULL CHECK (target IN ('trace', 'observation')),
+				filter        TEXT NOT NULL,
+				sampling_rate DOUBLE PRECISION NOT NULL,
+				delay_ms      BIGINT NOT NULL,
+				active        INTEGER NOT NULL,
+				variables     TEXT NOT NULL,
+				created_at    BIGINT NOT NULL,
+				updated_at    BIGINT NOT NULL,
+				UNIQUE (project_id, name)
+			)`,
+			`CREATE INDEX eval_rules_active ON eval_rules (active, project_id)`,
+			`CREATE TABLE eval_experiments (
+				id             TEXT PRIMARY KEY,
+				project_id     TEXT NOT NULL REFERENCES projects (id),
+				dataset_id     TEXT NOT NULL REFERENCES datasets (id) ON DELETE CASCADE,
+				run_name       TEXT NOT NULL,
+				description    TEXT NOT NULL,
+				prompt_name    TEXT NOT NULL,
+				prompt_version INTEGER NOT NULL,
+				connection_id  TEXT NOT NULL REFERENCES llm_connections (id),
+				model          TEXT NOT NULL,
+				model_params   TEXT NOT NULL,
+				evaluator_ids  TEXT NOT NULL,
+				created_at     BIGINT NOT NULL,
+				updated_at     BIGINT NOT NULL,
+				UNIQUE (dataset_id, run_name)
+			)`,
+			// The durable queue. A job belongs to a rule or an experiment; the
+			// unique keys keep one job per source and target, so a retried
+			// enqueue never adds a second. lease_until fences a running job:
+			// once it passes, another worker may claim the job again.
+			`CREATE TABLE eval_jobs (
+				id                 TEXT PRIMARY KEY,
+				project_id         TEXT NOT NULL,
+				kind               TEXT NOT NULL CHECK (kind IN ('RULE', 'BACKFILL', 'EXPERIMENT_ITEM', 'EXPERIMENT_EVAL')),
+				rule_id            TEXT REFERENCES eval_rules (id) ON DELETE CASCADE,
+				experiment_id      TEXT REFERENCES eval_experiments (id) ON DELETE CASCADE,
+				evaluator_id       TEXT NOT NULL,
+				trace_id           TEXT NOT NULL,
+				observation_id     TEXT NOT NULL,
+				dataset_item_id    TEXT NOT NULL,
+				target_key         TEXT NOT NULL,
+				state              TEXT NOT NULL,
+				status             TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'SKIPPED')),
+				attempts           INTEGER NOT NULL,
+				due_at             BIGINT NOT NULL,
+				lease_until        BIGINT NOT NULL,
+				lease_owner        TEXT NOT NULL,
+				last_error         TEXT NOT NULL,
+				score_id           TEXT NOT NULL,
+				execution_trace_id TEXT NOT NULL,
+				created_at         BIGINT NOT NULL,
+				updated_at         BIGINT NOT NULL,
+				CHECK ((rule_id IS NULL) <> (experiment_id IS NULL))
+			)`,
+			`CREATE UNIQUE INDEX eval_jobs_rule_target ON eval_jobs (rule_id, target_key)`,
+			`CREATE UNIQUE INDEX eval_jobs_experiment_target ON eval_jobs (experiment_id, target_key)`,
+			`CREATE INDEX eval_jobs_due ON eval_jobs (status, due_at)`,
+			`CREATE INDEX eval_jobs_project ON eval_jobs (project_id, created_at)`,
+		},
+	},
+	{
+		version: 31,
+		name:    "annotation queues, items, assignments",
+		stmts: []string{
+			// score_config_ids is a JSON array of score config ids.
+			`CREATE TABLE annotation_queues (
+				id               TEXT PRIMARY KEY,
+				project_id       TEXT NOT NULL REFERENCES projects (id),
+				name             TEXT NOT NULL,
+				description      TEXT NOT NULL,
+				score_config_ids TEXT NOT NULL,
+				created_at       BIGINT NOT NULL,
+				updated_at       BIGINT NOT NULL,
+				UNIQUE (project_id, name)
+			)`,
+			// An object is queued at most once per queue; adding it again
+			// returns the existing item.
+			`CREATE TABLE annotation_queue_items (
+				id           TEXT PRIMARY KEY,
+				project_id   TEXT NOT NULL,
+				queue_id     TEXT NOT NULL REFERENCES annotation_queues (id) ON DELETE CASCADE,
+				object_id    TEXT NOT NULL,
+				object_type  TEXT NOT NULL CHECK (object_type IN ('TRACE', 'OBSERVATION', 'SESSION')),
+				status       TEXT NOT NULL CHECK (status IN ('PENDING', 'COMPLETED')),
+				completed_at BIGINT,
+				completed_by TEXT NOT NULL,
+				created_at   BIGINT NOT NULL,
+				updated_at   BIGINT NOT NULL,
+				UNIQUE (queue_id, object_type, object_id)
+			)`,
+			`CREATE INDEX annotation_queue_items_status ON annotation_queue_items (queue_id, status, created_at)`,
+			`CREATE TABLE annotation_queue_assignments (
+				project_id TEXT NOT NULL,
+				queue_id   TEXT NOT NULL REFERENCES annotation_queues (id) ON DELETE CASCADE,
+				user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+				created_at BIGINT NOT NULL,
+				PRIMARY KEY (queue_id, user_id)
+			)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
