@@ -302,6 +302,9 @@ func sortedKeys[V any](dst []string, m map[string]V) []string {
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	if plainJSON(s) {
+		return append(append(b, s...), '"')
+	}
 	for _, r := range s {
 		switch {
 		case r == '"' || r == '\\':
@@ -313,4 +316,15 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// plainJSON reports whether s is printable ASCII without quotes or
+// backslashes, as usage keys almost always are: it needs no escaping.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
