@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/models"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
@@ -102,6 +103,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, datasets.Routes(cp, ch)...)
 	routes = append(routes, scores.Routes(ch, cp)...)
 	routes = append(routes, mediaService(cfg, cp).Routes()...)
+	routes = append(routes, ingestion.Routes(ch, cp, logger)...)
 	routes = append(routes, models.Routes(cp)...)
 	routes = append(routes, projectsettings.Routes(cp)...)
 	return append(routes, openapi.Route(routes, Version))
