@@ -104,3 +104,33 @@ func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 10, v)
 	assert.Equal(t, 2, c.len())
 }
+
+// Lookups run while the project definitions are replaced (run with -race).
+func TestFindDuringReload(t *testing.T) {
+	p := testPricer(t)
+	defs := func(price float64) map[string][]Model {
+		return map[string][]Model{"p": {flat("c", "c", `^gpt-4o$`, map[string]float64{"input": price})}}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			assert.NoError(t, p.SetProjectModels(defs(float64(i%2+1))))
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			got, ok := p.Find("p", "gpt-4o", farFuture)
+			require.True(t, ok)
+			c, ok := got.Cost(map[string]int64{"input": 1})
+			require.True(t, ok)
+			assert.Equal(t, 2.0, c.Total, "the last definitions apply")
+			return
+		default:
+			got, ok := p.Find("p", "gpt-4o", farFuture)
+			require.True(t, ok)
+			assert.Equal(t, "c", got.ID())
+		}
+	}
+}
