@@ -111,6 +111,7 @@ func TestFindDuringReload(t *testing.T) {
 	defs := func(price float64) map[string][]Model {
 		return map[string][]Model{"p": {flat("c", "c", `^gpt-4o$`, map[string]float64{"input": price})}}
 	}
+	require.NoError(t, p.SetProjectModels(defs(1)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
