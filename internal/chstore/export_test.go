@@ -25,3 +25,20 @@ func (s *Store) ColumnCount(ctx context.Context, table, column string) (int, err
 		[]any{s.cfg.Database, table, column}, func(r rowScanner) error { return r.Scan(&n) })
 	return int(n), err
 }
+
+// SetObservationsLayout swaps the observations sort key and index granularity
+// for a layout comparison run; the returned func restores the real layout.
+func SetObservationsLayout(orderBy string, granularity int) (restore func()) {
+	savedStep, savedTable := migrations[0].steps[0], observationsTable
+	observationsTable.orderBy, observationsTable.granularity = orderBy, granularity
+	migrations[0].steps[0] = createTable(observationsTable)
+	return func() { migrations[0].steps[0], observationsTable = savedStep, savedTable }
+}
+
+// ActiveParts counts the data parts of observations and trace_index.
+func (s *Store) ActiveParts(ctx context.Context) (int, error) {
+	var n uint64
+	err := s.query(ctx, "SELECT count() FROM system.parts WHERE database = ? AND active AND table IN ('observations', 'trace_index')",
+		[]any{s.cfg.Database}, func(r rowScanner) error { return r.Scan(&n) })
+	return int(n), err
+}

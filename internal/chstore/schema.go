@@ -18,8 +18,8 @@ type table struct {
 	version   string // ReplacingMergeTree version column; "" means plain MergeTree
 	partition string
 	orderBy   string
-	// granularity is the index granularity; observations use a small one so a
-	// point read of one trace decompresses little input/output text.
+	// granularity is the index granularity: small where reads look up single
+	// traces, so that a point read decompresses little (docs/storage.md).
 	granularity int
 	// shardKey is the Distributed sharding expression; "" keeps the table node-local.
 	shardKey string
@@ -88,7 +88,7 @@ var (
 		columns:     "project_id String, trace_id String, day Date",
 		partition:   "toYYYYMM(day)",
 		orderBy:     "project_id, trace_id, day",
-		granularity: 8192,
+		granularity: 1024,
 		shardKey:    "cityHash64(trace_id)",
 	}
 	// deletedTraces holds tombstones: every read excludes these trace ids at once,

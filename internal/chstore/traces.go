@@ -3,6 +3,7 @@ package chstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -195,21 +196,14 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		dir = " DESC"
 	}
 	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
-	page := "SELECT trace_id, t_start FROM (" + grouped + ") AS matching ORDER BY " + orderExpr.alias + dir + ", trace_id" + dir + " LIMIT ?, ?"
+	page := "SELECT trace_id FROM (" + grouped + ") AS matching ORDER BY " + orderExpr.alias + dir + ", trace_id" + dir + " LIMIT ?, ?"
 	var ids []string
-	earliest := int64(-1)
 	err = s.query(ctx, page, append(args, offset, limit), func(r rowScanner) error {
-		var (
-			id    string
-			start int64
-		)
-		if err := r.Scan(&id, &start); err != nil {
+		var id string
+		if err := r.Scan(&id); err != nil {
 			return err
 		}
 		ids = append(ids, id)
-		if earliest < 0 || start < earliest {
-			earliest = start
-		}
 		return nil
 	})
 	if err != nil {
@@ -218,7 +212,15 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 	if len(ids) == 0 {
 		return []Trace{}, int(total), nil
 	}
-	details, err := s.traceDetails(ctx, f.ProjectID, ids, earliest/1e6, 0)
+	days, err := s.traceDays(ctx, f.ProjectID, ids)
+	if errors.Is(err, ErrNotFound) {
+		// Deleted between the two reads.
+		return []Trace{}, int(total), nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	details, err := s.traceDetails(ctx, f.ProjectID, ids, days)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -247,14 +249,10 @@ func dedupeExprs(exprs []traceExpr) []traceExpr {
 func ceilSeconds(us int64) int64 { return (us + 999_999) / 1e6 }
 
 // traceDetails derives the full Trace for each id from its deduplicated rows.
-// fromSec and toSec (0 = open) bound start_time so the primary key narrows the read.
-func (s *Store) traceDetails(ctx context.Context, projectID string, ids []string, fromSec, toSec int64) (map[string]Trace, error) {
+func (s *Store) traceDetails(ctx context.Context, projectID string, ids []string, days dayRange) (map[string]Trace, error) {
 	w := &where{}
 	w.add("project_id = ?", projectID)
-	w.add("start_time >= toDateTime(?)", fromSec)
-	if toSec > 0 {
-		w.add("start_time < toDateTime(?)", toSec)
-	}
+	days.restrict(w)
 	w.add("trace_id IN "+placeholders(len(ids)), anySlice(ids)...)
 	query := fmt.Sprintf("SELECT trace_id, %s FROM (SELECT %s FROM %s WHERE %s ORDER BY event_ts DESC LIMIT 1 BY trace_id, id) AS rows GROUP BY trace_id",
 		selectList(traceDetailExprs), traceDetailColumns, s.ddl.name(observationsTable), w)
@@ -312,11 +310,11 @@ func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceW
 	if projectID == "" || traceID == "" {
 		return TraceWithObservations{}, fmt.Errorf("%w: project id and trace id are required", ErrInvalid)
 	}
-	fromSec, toSec, err := s.traceSpan(ctx, projectID, traceID)
+	days, err := s.traceDays(ctx, projectID, []string{traceID})
 	if err != nil {
 		return TraceWithObservations{}, err
 	}
-	details, err := s.traceDetails(ctx, projectID, []string{traceID}, fromSec, toSec)
+	details, err := s.traceDetails(ctx, projectID, []string{traceID}, days)
 	if err != nil {
 		return TraceWithObservations{}, err
 	}
@@ -326,7 +324,7 @@ func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceW
 	}
 	w := &where{}
 	w.add("project_id = ?", projectID)
-	w.add("start_time >= toDateTime(?) AND start_time < toDateTime(?)", fromSec, toSec)
+	days.restrict(w)
 	w.add("trace_id = ?", traceID)
 	obs, err := s.observations(ctx, w, "start_time_us, id", 0, 0)
 	if err != nil {
@@ -335,23 +333,37 @@ func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceW
 	return TraceWithObservations{Trace: t, Observations: obs}, nil
 }
 
-// traceSpan looks up the days a trace's spans started on, as a Unix-second
-// range [from, to) that narrows the observations primary key.
-func (s *Store) traceSpan(ctx context.Context, projectID, traceID string) (fromSec, toSec int64, err error) {
+// dayRange is the first and the last day (UTC) on which spans of some traces started.
+type dayRange struct{ first, last time.Time }
+
+// restrict narrows a read of observations to the days. The condition on
+// toDate(start_time), the sort key's own expression, lets 18.16 narrow to the
+// traces within each day, which a range on start_time alone does not; the
+// start_time range prunes partitions.
+func (d dayRange) restrict(w *where) {
+	const day = 24 * 60 * 60
+	w.add("start_time >= toDateTime(?) AND start_time < toDateTime(?)", d.first.Unix(), d.last.Unix()+day)
+	w.add("toDate(start_time) >= ? AND toDate(start_time) <= ?", d.first.Format(time.DateOnly), d.last.Format(time.DateOnly))
+}
+
+// traceDays looks up the days the traces' spans started on. Deleted traces
+// have none; ErrNotFound when none of the traces has any.
+func (s *Store) traceDays(ctx context.Context, projectID string, traceIDs []string) (dayRange, error) {
 	w := &where{}
-	w.add("project_id = ? AND trace_id = ?", projectID, traceID)
+	w.add("project_id = ?", projectID)
+	w.add("trace_id IN "+placeholders(len(traceIDs)), anySlice(traceIDs)...)
 	s.notDeleted(w, projectID)
 	var (
-		n             uint64
-		first, latest time.Time
+		n    uint64
+		days dayRange
 	)
-	err = s.query(ctx, "SELECT count(), min(day), max(day) FROM "+s.ddl.name(traceIndexTable)+" WHERE "+w.String(), w.args,
-		func(r rowScanner) error { return r.Scan(&n, &first, &latest) })
+	err := s.query(ctx, "SELECT count(), min(day), max(day) FROM "+s.ddl.name(traceIndexTable)+" WHERE "+w.String(), w.args,
+		func(r rowScanner) error { return r.Scan(&n, &days.first, &days.last) })
 	if err != nil {
-		return 0, 0, fmt.Errorf("look up trace %s: %w", traceID, err)
+		return dayRange{}, fmt.Errorf("look up traces: %w", err)
 	}
 	if n == 0 {
-		return 0, 0, fmt.Errorf("trace %s: %w", traceID, ErrNotFound)
+		return dayRange{}, fmt.Errorf("trace %s: %w", strings.Join(traceIDs, ", "), ErrNotFound)
 	}
-	return first.Unix(), latest.Unix() + 24*60*60, nil
+	return days, nil
 }

@@ -1,0 +1,199 @@
+package chstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// benchLayoutEnv picks another observations layout for a comparison run, as
+// "ORDER BY expressions|index granularity".
+const benchLayoutEnv = "GLASSBOX_BENCH_LAYOUT"
+
+const (
+	benchProjects     = 5
+	benchUsers        = 200 // per project
+	benchObservations = 1_000_000
+	benchDays         = 30
+	benchBatch        = 10_000
+)
+
+var benchWords = strings.Fields(`the a user asked for weather forecast in paris tomorrow assistant replied sunny with light
+	wind retrieval found three documents about climate travel budget hotel booking summary answer context tool search
+	result score relevant citation model temperature token prompt system you are helpful`)
+
+func benchText(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(benchWords[r.IntN(len(benchWords))])
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// benchTrace builds one trace of 3 to 17 observations (10 on average) with
+// LLM-sized inputs and outputs: ~2 KB per generation, ~300 B per other span.
+func benchTrace(r *rand.Rand, i int, start int64) []model.Observation {
+	project := fmt.Sprintf("proj-%d", i%benchProjects)
+	traceID := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+	n := 3 + r.IntN(15)
+	root := model.Observation{
+		ProjectID: project, TraceID: traceID, ID: fmt.Sprintf("%016x", r.Uint64()), Type: model.TypeSpan,
+		Name: "handle-request", StartTime: start, EndTime: start + int64(n)*400_000 + int64(r.IntN(2_000_000)),
+		Level: model.LevelDefault, Metadata: `{"route":"/chat"}`, Environment: "production", Release: "2025.11.1",
+		TraceName: fmt.Sprintf("workflow-%d", r.IntN(20)), UserID: fmt.Sprintf("user-%d", r.IntN(benchUsers)),
+		SessionID: fmt.Sprintf("session-%d-%d", i%benchProjects, i/50), Tags: []string{"chat", fmt.Sprintf("tier-%d", r.IntN(3))},
+		TraceMetadata: fmt.Sprintf(`{"customer":"c-%d","plan":"pro"}`, r.IntN(1000)),
+		TraceInput:    `{"question":"` + benchText(r, 150) + `"}`, TraceOutput: `{"answer":"` + benchText(r, 250) + `"}`,
+		IsRoot: true, ServiceName: "chat-api", ScopeName: "langfuse-sdk", ScopeVersion: "3.2.0", SampleRate: 1,
+	}
+	root.Input, root.Output = root.TraceInput, root.TraceOutput
+	obs := []model.Observation{root}
+	for k := 1; k < n; k++ {
+		o := model.Observation{
+			ProjectID: project, TraceID: traceID, ID: fmt.Sprintf("%016x", r.Uint64()), ParentID: root.ID,
+			StartTime: start + int64(k)*400_000, Level: model.LevelDefault, Metadata: "{}", Environment: "production",
+			Release: root.Release, TraceMetadata: "{}", ServiceName: "chat-api", ScopeName: "langfuse-sdk", SampleRate: 1,
+		}
+		o.EndTime = o.StartTime + 300_000 + int64(r.IntN(1_000_000))
+		if k%3 == 1 {
+			o.Type, o.Name, o.Model = model.TypeGeneration, "llm-call", "gpt-4o-mini"
+			o.Input = `[{"role":"system","content":"` + benchText(r, 400) + `"},{"role":"user","content":"` + benchText(r, 800) + `"}]`
+			o.Output = `{"role":"assistant","content":"` + benchText(r, 600) + `"}`
+			o.ModelParameters = `{"temperature":0.2,"max_tokens":512}`
+			in, out := int64(300+r.IntN(500)), int64(100+r.IntN(300))
+			o.UsageDetails = map[string]int64{"input": in, "output": out, "total": in + out}
+			o.CostDetails = map[string]float64{"input": float64(in) * 1.5e-7, "output": float64(out) * 6e-7, "total": float64(in)*1.5e-7 + float64(out)*6e-7}
+			o.CompletionStartTime = o.StartTime + 150_000
+		} else {
+			o.Type, o.Name = model.TypeTool, "search"
+			o.Input = `{"query":"` + benchText(r, 80) + `"}`
+			o.Output = `{"hits":"` + benchText(r, 200) + `"}`
+		}
+		obs = append(obs, o)
+	}
+	return obs
+}
+
+// BenchmarkRead loads 1M observations (about 100k traces in 5 projects over 30
+// days) and reports insert throughput and the latency of the two hot reads:
+// one trace by id, and the first page of a project's traces in a 7-day window
+// filtered by user. Run it on purpose:
+//
+//	GLASSBOX_TEST_CLICKHOUSE_DSN=clickhouse://127.0.0.1:19000 go test -run XXX -bench BenchmarkRead -benchtime 1x ./internal/chstore/
+func BenchmarkRead(b *testing.B) {
+	if layout := os.Getenv(benchLayoutEnv); layout != "" {
+		orderBy, granularity, ok := strings.Cut(layout, "|")
+		require.True(b, ok, "%s wants \"ORDER BY expressions|granularity\"", benchLayoutEnv)
+		var g int
+		_, err := fmt.Sscan(granularity, &g)
+		require.NoError(b, err)
+		b.Cleanup(chstore.SetObservationsLayout(orderBy, g))
+	}
+	s := chtest.Store(b)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	end := time.Now().Truncate(24 * time.Hour).UnixMicro()
+	start := end - benchDays*24*time.Hour.Microseconds()
+
+	var (
+		batch   []model.Observation
+		traces  []benchTraceRef
+		stored  int
+		text    int
+		elapsed time.Duration
+	)
+	step := benchDays * 24 * time.Hour.Microseconds() / (benchObservations / 10)
+	for i := 0; stored < benchObservations; i++ {
+		obs := benchTrace(r, i, start+int64(i)*step+r.Int64N(step))
+		traces = append(traces, benchTraceRef{obs[0].ProjectID, obs[0].TraceID})
+		batch = append(batch, obs...)
+		for _, o := range obs {
+			text += len(o.Input) + len(o.Output) + len(o.Metadata) + len(o.ModelParameters) +
+				len(o.TraceInput) + len(o.TraceOutput) + len(o.TraceMetadata)
+		}
+		if len(batch) >= benchBatch {
+			t0 := time.Now()
+			require.NoError(b, s.InsertObservations(ctx, batch))
+			elapsed += time.Since(t0)
+			stored += len(batch)
+			batch = batch[:0]
+		}
+	}
+	insertRate := float64(stored) / elapsed.Seconds()
+	b.Logf("stored %d observations of %d traces (%d B of input/output/metadata text per row) in %s",
+		stored, len(traces), text/stored, elapsed.Round(time.Millisecond))
+
+	b.ResetTimer()
+	for b.Loop() {
+		// First right after the load, with many small parts, then once background
+		// merges have settled as they do between bursts of traffic.
+		measureReads(b, s, r, traces, start, end, "fresh-")
+		settle := time.Now()
+		parts, err := s.ActiveParts(ctx)
+		require.NoError(b, err)
+		b.Logf("%d parts after the load", parts)
+		for stable := 0; stable < 10 && time.Since(settle) < 5*time.Minute; {
+			time.Sleep(time.Second)
+			now, err := s.ActiveParts(ctx)
+			require.NoError(b, err)
+			if now == parts {
+				stable++
+			} else {
+				parts, stable = now, 0
+			}
+		}
+		b.Logf("%d parts after %s of background merges", parts, time.Since(settle).Round(time.Second))
+		measureReads(b, s, r, traces, start, end, "")
+		b.ReportMetric(insertRate, "insert-rows/s")
+	}
+}
+
+func measureReads(b *testing.B, s *chstore.Store, r *rand.Rand, traces []benchTraceRef, start, end int64, prefix string) {
+	ctx := context.Background()
+	var getTimes, listTimes []time.Duration
+	for range 200 {
+		tr := traces[r.IntN(len(traces))]
+		t0 := time.Now()
+		got, err := s.GetTrace(ctx, tr.project, tr.id)
+		getTimes = append(getTimes, time.Since(t0))
+		require.NoError(b, err)
+		require.NotEmpty(b, got.Observations)
+	}
+	week := 7 * 24 * time.Hour.Microseconds()
+	for range 200 {
+		from := start + r.Int64N(end-start-week)
+		f := chstore.TraceFilter{
+			ProjectID: fmt.Sprintf("proj-%d", r.IntN(benchProjects)), UserID: fmt.Sprintf("user-%d", r.IntN(benchUsers)),
+			From: from, To: from + week, Limit: 50,
+		}
+		t0 := time.Now()
+		page, total, err := s.ListTraces(ctx, f)
+		listTimes = append(listTimes, time.Since(t0))
+		require.NoError(b, err)
+		require.Len(b, page, min(total, 50))
+	}
+	for _, m := range []struct {
+		name  string
+		times []time.Duration
+	}{{"get-trace", getTimes}, {"list-traces", listTimes}} {
+		slices.Sort(m.times)
+		b.ReportMetric(ms(m.times[len(m.times)/2]), prefix+m.name+"-p50-ms")
+		b.ReportMetric(ms(m.times[len(m.times)*95/100]), prefix+m.name+"-p95-ms")
+	}
+}
+
+type benchTraceRef struct{ project, id string }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
