@@ -121,6 +121,12 @@ func (s *Server) Handler() http.Handler {
 	return s.handler
 }
 
+// ControlPlane is the server's control plane store; the collector extension
+// serves the processors' model prices and sampling settings from it.
+func (s *Server) ControlPlane() *controlplane.Store {
+	return s.controlPlane
+}
+
 // Verify implements apikey.Verifier against the control plane store.
 func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)

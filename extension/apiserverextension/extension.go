@@ -12,6 +12,9 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
 
 // HandlerProvider is what the ingest receiver's fallback looks for.
@@ -23,6 +26,8 @@ var (
 	_ extension.Extension = (*apiExtension)(nil)
 	_ HandlerProvider     = (*apiExtension)(nil)
 	_ apikey.Verifier     = (*apiExtension)(nil)
+	_ pricing.ModelSource = (*apiExtension)(nil)
+	_ sampling.Source     = (*apiExtension)(nil)
 )
 
 // errNotRunning is returned by Verify outside Start..Shutdown; it is not
@@ -95,4 +100,31 @@ func (e *apiExtension) Verify(ctx context.Context, publicKey, secretKey string) 
 		return apikey.Principal{}, errNotRunning
 	}
 	return srv.Verify(ctx, publicKey, secretKey)
+}
+
+// controlPlane is the running server's store, or errNotRunning.
+func (e *apiExtension) controlPlane() (*controlplane.Store, error) {
+	srv := e.server.Load()
+	if srv == nil {
+		return nil, errNotRunning
+	}
+	return srv.ControlPlane(), nil
+}
+
+// ProjectModels serves the projects' own model prices to glassbox_cost.
+func (e *apiExtension) ProjectModels(ctx context.Context) (map[string][]pricing.Model, error) {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return nil, err
+	}
+	return cp.ProjectModels(ctx)
+}
+
+// ProjectSampling serves the projects' sampling settings to glassbox_sampling.
+func (e *apiExtension) ProjectSampling(ctx context.Context) (map[string]sampling.Rates, error) {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return nil, err
+	}
+	return cp.ProjectSampling(ctx)
 }

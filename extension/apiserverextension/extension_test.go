@@ -20,6 +20,8 @@ import (
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/sampling"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
@@ -170,4 +172,37 @@ func TestAuthenticatorUsesTheStore(t *testing.T) {
 	assert.Equal(t, "proj", p.ProjectID)
 	_, err = auth.(apikey.Verifier).Verify(context.Background(), publicKey, "sk-lf-wrong-secret")
 	assert.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+}
+
+func TestServesProcessorSources(t *testing.T) {
+	ext := newExtension(t, testConfig(t))
+	models, ok := ext.(pricing.ModelSource)
+	require.True(t, ok, "glassbox_cost reads project models through the extension")
+	rates, ok := ext.(sampling.Source)
+	require.True(t, ok, "glassbox_sampling reads project settings through the extension")
+
+	_, err := models.ProjectModels(context.Background())
+	require.ErrorIs(t, err, errNotRunning)
+	_, err = rates.ProjectSampling(context.Background())
+	require.ErrorIs(t, err, errNotRunning)
+
+	ctx := context.Background()
+	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
+	cp := ext.(*apiExtension).server.Load().ControlPlane()
+	rate := 0.25
+	_, err = cp.SetSampling(ctx, "proj", sampling.Rates{Rate: &rate})
+	require.NoError(t, err)
+	_, err = cp.CreateModel(ctx, "proj", pricing.Model{Name: "house-model", MatchPattern: "(?i)^house-model$",
+		Tiers: []pricing.Tier{{Name: "Standard", IsDefault: true, Prices: map[string]float64{"input": 0.000001}}}})
+	require.NoError(t, err)
+
+	gotRates, err := rates.ProjectSampling(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, gotRates["proj"].Rate)
+	assert.InDelta(t, 0.25, *gotRates["proj"].Rate, 1e-9)
+	gotModels, err := models.ProjectModels(ctx)
+	require.NoError(t, err)
+	require.Len(t, gotModels["proj"], 1)
+	assert.Equal(t, "house-model", gotModels["proj"][0].Name)
 }
