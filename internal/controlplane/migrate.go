@@ -396,6 +396,8 @@ var migrations = []migration{
 			`CREATE UNIQUE INDEX eval_jobs_experiment_target ON eval_jobs (experiment_id, target_key)`,
 			`CREATE INDEX eval_jobs_due ON eval_jobs (status, due_at)`,
 			`CREATE INDEX eval_jobs_project ON eval_jobs (project_id, created_at)`,
+			// Evaluators of experiment traces look up the dataset item by trace.
+			`CREATE INDEX dataset_run_items_trace ON dataset_run_items (project_id, trace_id)`,
 		},
 	},
 	{

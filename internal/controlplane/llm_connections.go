@@ -1,0 +1,352 @@
+package controlplane
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// LLM connection adapters: the wire protocol spoken to the provider.
+const (
+	// AdapterOpenAI is the OpenAI chat completions API and every server
+	// compatible with it (vLLM, Ollama, LiteLLM, Azure's v1 endpoint, ...).
+	AdapterOpenAI = "openai"
+	// AdapterAnthropic is Anthropic's native messages API.
+	AdapterAnthropic = "anthropic"
+)
+
+// Defaults of a new connection.
+const (
+	DefaultLLMConcurrency = 4
+	DefaultLLMTimeout     = 60 * time.Second
+	maxLLMConcurrency     = 256
+	maxLLMTimeout         = 10 * time.Minute
+)
+
+var defaultBaseURLs = map[string]string{
+	AdapterOpenAI:    "https://api.openai.com/v1",
+	AdapterAnthropic: "https://api.anthropic.com/v1",
+}
+
+// LLMConnection is a provider account of a project, as it may be shown: the
+// secret key only in its display form, the extra headers only by name.
+type LLMConnection struct {
+	ID        string
+	ProjectID string
+	// Provider is the connection's name, unique within the project.
+	Provider      string
+	Adapter       string
+	BaseURL       string
+	DisplaySecret string
+	HeaderKeys    []string
+	CustomModels  []string
+	DefaultModel  string
+	// DefaultParams are model parameters sent with every call (temperature,
+	// max_tokens, ...): a JSON object.
+	DefaultParams json.RawMessage
+	// MaxConcurrency bounds the calls in flight per API server process.
+	MaxConcurrency int
+	Timeout        time.Duration
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// LLMCredentials is a connection with its secrets opened, for the workers
+// that call the provider.
+type LLMCredentials struct {
+	LLMConnection
+	SecretKey    string
+	ExtraHeaders map[string]string
+}
+
+// LLMConnectionUpsert creates the connection named Provider or changes it.
+// Zero values keep what is stored (or take the defaults on create); the
+// secret key is required on create.
+type LLMConnectionUpsert struct {
+	Provider      string
+	Adapter       string
+	SecretKey     string
+	BaseURL       string
+	ExtraHeaders  map[string]string
+	CustomModels  []string
+	DefaultModel  *string
+	DefaultParams json.RawMessage
+	// MaxConcurrency and Timeout keep the stored value when zero.
+	MaxConcurrency int
+	Timeout        time.Duration
+}
+
+const llmConnectionColumns = `id, project_id, provider, adapter, base_url, display_secret, header_keys, custom_models,
+	default_model, default_params, max_concurrency, timeout_ms, created_at, updated_at`
+
+// UpsertLLMConnection creates or updates a connection; box seals the secret
+// key and the extra headers.
+func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, projectID string, u LLMConnectionUpsert) (LLMConnection, error) {
+	name, err := checkName("llm connection provider", u.Provider)
+	if err != nil {
+		return LLMConnection{}, err
+	}
+	if box == nil {
+		return LLMConnection{}, ErrNoEncryptionKey
+	}
+	var out LLMConnection
+	err = s.inTx(ctx, func(c conn) error {
+		cur, sealedKey, sealedHeaders, err := getLLMConnection(ctx, c, `project_id = ? AND provider = ?`, projectID, name)
+		exists := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if !exists {
+			if u.SecretKey == "" {
+				return fmt.Errorf("%w: secretKey is required for a new connection", ErrInvalid)
+			}
+			cur = LLMConnection{ID: uuid.NewString(), ProjectID: projectID, Provider: name, Adapter: AdapterOpenAI,
+				DefaultParams: json.RawMessage(`{}`), MaxConcurrency: DefaultLLMConcurrency, Timeout: DefaultLLMTimeout,
+				CustomModels: []string{}, HeaderKeys: []string{}}
+		}
+		if err := applyLLMUpsert(&cur, u); err != nil {
+			return err
+		}
+		if u.SecretKey != "" {
+			if sealedKey, err = box.Seal(u.SecretKey, cur.ID); err != nil {
+				return err
+			}
+			cur.DisplaySecret = displaySecret(u.SecretKey)
+		}
+		if u.ExtraHeaders != nil || !exists {
+			headers, _ := json.Marshal(nonNilMap(u.ExtraHeaders))
+			if sealedHeaders, err = box.Seal(string(headers), cur.ID); err != nil {
+				return err
+			}
+			cur.HeaderKeys = sortedKeys(u.ExtraHeaders)
+		}
+		headerKeys, _ := json.Marshal(cur.HeaderKeys)
+		models, _ := json.Marshal(cur.CustomModels)
+		now := s.micros()
+		if exists {
+			_, err = c.exec(ctx, `UPDATE llm_connections SET adapter = ?, base_url = ?, secret_key = ?, display_secret = ?,
+				extra_headers = ?, header_keys = ?, custom_models = ?, default_model = ?, default_params = ?,
+				max_concurrency = ?, timeout_ms = ?, updated_at = ? WHERE project_id = ? AND id = ?`,
+				cur.Adapter, cur.BaseURL, sealedKey, cur.DisplaySecret, sealedHeaders, string(headerKeys), string(models),
+				cur.DefaultModel, string(cur.DefaultParams), cur.MaxConcurrency, cur.Timeout.Milliseconds(), now, projectID, cur.ID)
+		} else {
+			_, err = c.exec(ctx, `INSERT INTO llm_connections (id, project_id, provider, adapter, base_url, secret_key,
+				display_secret, extra_headers, header_keys, custom_models, default_model, default_params, max_concurrency,
+				timeout_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				cur.ID, projectID, name, cur.Adapter, cur.BaseURL, sealedKey, cur.DisplaySecret, sealedHeaders,
+				string(headerKeys), string(models), cur.DefaultModel, string(cur.DefaultParams), cur.MaxConcurrency,
+				cur.Timeout.Milliseconds(), now, now)
+		}
+		if err != nil {
+			return fmt.Errorf("upsert llm connection %q: %w", name, classify(err))
+		}
+		out, _, _, err = getLLMConnection(ctx, c, `project_id = ? AND id = ?`, projectID, cur.ID)
+		return err
+	})
+	return out, err
+}
+
+func applyLLMUpsert(cur *LLMConnection, u LLMConnectionUpsert) error {
+	if u.Adapter != "" {
+		if _, ok := defaultBaseURLs[u.Adapter]; !ok {
+			return fmt.Errorf("%w: adapter %q must be %s or %s", ErrInvalid, u.Adapter, AdapterOpenAI, AdapterAnthropic)
+		}
+		cur.Adapter = u.Adapter
+	}
+	if u.BaseURL != "" {
+		parsed, err := url.Parse(u.BaseURL)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			return fmt.Errorf("%w: baseURL %q must be an absolute http(s) URL", ErrInvalid, u.BaseURL)
+		}
+		cur.BaseURL = strings.TrimRight(u.BaseURL, "/")
+	}
+	if cur.BaseURL == "" {
+		cur.BaseURL = defaultBaseURLs[cur.Adapter]
+	}
+	for k := range u.ExtraHeaders {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			return fmt.Errorf("%w: extraHeaders: %q is not a header name", ErrInvalid, k)
+		}
+	}
+	if u.CustomModels != nil {
+		cur.CustomModels = slices.DeleteFunc(slices.Clone(u.CustomModels), func(m string) bool { return strings.TrimSpace(m) == "" })
+	}
+	if u.DefaultModel != nil {
+		cur.DefaultModel = strings.TrimSpace(*u.DefaultModel)
+	}
+	if u.DefaultParams != nil {
+		if !isJSONObject(u.DefaultParams) {
+			return fmt.Errorf("%w: defaultParams must be a JSON object", ErrInvalid)
+		}
+		cur.DefaultParams = u.DefaultParams
+	}
+	if u.MaxConcurrency != 0 {
+		if u.MaxConcurrency < 1 || u.MaxConcurrency > maxLLMConcurrency {
+			return fmt.Errorf("%w: maxConcurrency must be 1 to %d", ErrInvalid, maxLLMConcurrency)
+		}
+		cur.MaxConcurrency = u.MaxConcurrency
+	}
+	if u.Timeout != 0 {
+		if u.Timeout < time.Second || u.Timeout > maxLLMTimeout {
+			return fmt.Errorf("%w: timeout must be from 1s to %s", ErrInvalid, maxLLMTimeout)
+		}
+		cur.Timeout = u.Timeout
+	}
+	return nil
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+// displaySecret shows the last four characters of a key, as Langfuse does.
+func displaySecret(secret string) string {
+	if len(secret) <= 8 {
+		return "..."
+	}
+	return "..." + secret[len(secret)-4:]
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func getLLMConnection(ctx context.Context, c conn, where string, args ...any) (LLMConnection, string, string, error) {
+	var sealedKey, sealedHeaders string
+	cn, err := scanLLMConnection(c.queryRow(ctx, `SELECT `+llmConnectionColumns+`, secret_key, extra_headers
+		FROM llm_connections WHERE `+where, args...), &sealedKey, &sealedHeaders)
+	if errors.Is(err, sql.ErrNoRows) {
+		return LLMConnection{}, "", "", fmt.Errorf("llm connection %v: %w", args[len(args)-1], ErrNotFound)
+	}
+	if err != nil {
+		return LLMConnection{}, "", "", fmt.Errorf("get llm connection: %w", err)
+	}
+	return cn, sealedKey, sealedHeaders, nil
+}
+
+func scanLLMConnection(r scanner, extra ...any) (LLMConnection, error) {
+	var (
+		cn                        LLMConnection
+		headerKeys, models, param string
+		timeoutMS                 int64
+		createdAt, updatedAt      int64
+	)
+	dest := append([]any{&cn.ID, &cn.ProjectID, &cn.Provider, &cn.Adapter, &cn.BaseURL, &cn.DisplaySecret, &headerKeys, &models,
+		&cn.DefaultModel, &param, &cn.MaxConcurrency, &timeoutMS, &createdAt, &updatedAt}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return LLMConnection{}, err
+	}
+	if err := errors.Join(json.Unmarshal([]byte(headerKeys), &cn.HeaderKeys), json.Unmarshal([]byte(models), &cn.CustomModels)); err != nil {
+		return LLMConnection{}, fmt.Errorf("llm connection %q: %w", cn.ID, err)
+	}
+	cn.DefaultParams = json.RawMessage(param)
+	cn.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	cn.CreatedAt, cn.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
+	return cn, nil
+}
+
+// GetLLMConnection returns a connection of the project without its secrets.
+func (s *Store) GetLLMConnection(ctx context.Context, projectID, id string) (LLMConnection, error) {
+	cn, _, _, err := getLLMConnection(ctx, s.conn(), `project_id = ? AND id = ?`, projectID, id)
+	return cn, err
+}
+
+// LLMCredentials returns a connection with its secrets opened by box.
+func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, id string) (LLMCredentials, error) {
+	cn, sealedKey, sealedHeaders, err := getLLMConnection(ctx, s.conn(), `project_id = ? AND id = ?`, projectID, id)
+	if err != nil {
+		return LLMCredentials{}, err
+	}
+	key, err := box.Open(sealedKey, cn.ID)
+	if err != nil {
+		return LLMCredentials{}, fmt.Errorf("secret key of llm connection %q: %w", cn.Provider, err)
+	}
+	headers, err := box.Open(sealedHeaders, cn.ID)
+	if err != nil {
+		return LLMCredentials{}, fmt.Errorf("extra headers of llm connection %q: %w", cn.Provider, err)
+	}
+	creds := LLMCredentials{LLMConnection: cn, SecretKey: key}
+	if err := json.Unmarshal([]byte(headers), &creds.ExtraHeaders); err != nil {
+		return LLMCredentials{}, fmt.Errorf("extra headers of llm connection %q: %w", cn.Provider, err)
+	}
+	return creds, nil
+}
+
+// ListLLMConnections returns one page of the project's connections by
+// provider name, and their number.
+func (s *Store) ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]LLMConnection, int, error) {
+	c := s.conn()
+	var total int
+	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM llm_connections WHERE project_id = ?`, projectID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count llm connections: %w", err)
+	}
+	rows, err := c.query(ctx, `SELECT `+llmConnectionColumns+` FROM llm_connections WHERE project_id = ?
+		ORDER BY provider, id LIMIT ? OFFSET ?`, projectID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list llm connections: %w", err)
+	}
+	defer rows.Close()
+	out := []LLMConnection{}
+	for rows.Next() {
+		cn, err := scanLLMConnection(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list llm connections: %w", err)
+		}
+		out = append(out, cn)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteLLMConnection deletes a connection that no rule or experiment uses.
+func (s *Store) DeleteLLMConnection(ctx context.Context, projectID, id string) error {
+	return s.inTx(ctx, func(c conn) error {
+		if err := refuseInUse(ctx, c, "llm connection "+id, []string{
+			`SELECT name FROM eval_rules WHERE project_id = ? AND connection_id = ?`,
+			`SELECT run_name FROM eval_experiments WHERE project_id = ? AND connection_id = ?`,
+		}, projectID, id); err != nil {
+			return err
+		}
+		res, err := c.exec(ctx, `DELETE FROM llm_connections WHERE project_id = ? AND id = ?`, projectID, id)
+		if err != nil {
+			return fmt.Errorf("delete llm connection %q: %w", id, err)
+		}
+		return requireOne(res, "llm connection "+id)
+	})
+}
+
+// refuseInUse returns ErrConflict naming the first user any of queries
+// finds; each query takes args and selects a name.
+func refuseInUse(ctx context.Context, c conn, what string, queries []string, args ...any) error {
+	for _, q := range queries {
+		var name string
+		err := c.queryRow(ctx, q+` LIMIT 1`, args...).Scan(&name)
+		switch {
+		case err == nil:
+			return fmt.Errorf("%w: %s is used by %q", ErrConflict, what, name)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("check uses of %s: %w", what, err)
+		}
+	}
+	return nil
+}
