@@ -1,0 +1,56 @@
+package clickhouseexporter // import "github.com/glassbox-dev/glassbox/exporter/clickhouseexporter"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+)
+
+const (
+	typeStr = "glassbox_clickhouse"
+
+	// defaultTimeout leaves room for a large batch on a busy server.
+	defaultTimeout = 30 * time.Second
+)
+
+// Type is the component type of the exporter, glassbox_clickhouse.
+var Type = component.MustNewType(typeStr)
+
+// NewFactory returns the factory of the glassbox_clickhouse exporter.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(Type, createDefaultConfig,
+		exporter.WithTraces(createTraces, component.StabilityLevelAlpha))
+}
+
+func createDefaultConfig() component.Config {
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.MaxElapsedTime = 0
+	return &Config{
+		Database:      chstore.DefaultDatabase,
+		CreateSchema:  true,
+		TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
+		QueueConfig:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		BackOffConfig: retry,
+	}
+}
+
+func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
+	c := cfg.(*Config)
+	e, err := newExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces,
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithTimeout(c.TimeoutConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+		exporterhelper.WithRetry(c.BackOffConfig))
+}

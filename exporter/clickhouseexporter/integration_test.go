@@ -1,0 +1,259 @@
+package clickhouseexporter
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+func openStore(t *testing.T, cfg chstore.Config) *chstore.Store {
+	t.Helper()
+	s, err := chstore.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// storedIDs lists the project's observation ids as reads return them.
+func storedIDs(t *testing.T, s *chstore.Store, project string) []string {
+	t.Helper()
+	page, err := s.ListObservations(context.Background(), chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1000})
+	require.NoError(t, err)
+	ids := make([]string, 0, len(page.Observations))
+	for _, o := range page.Observations {
+		ids = append(ids, o.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func wantIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = spanID(i).String()
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func sumCounter(t *testing.T, tt *componenttest.Telemetry, name string) int64 {
+	t.Helper()
+	m, err := tt.GetMetric(name)
+	require.NoError(t, err)
+	var sum int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		sum += dp.Value
+	}
+	return sum
+}
+
+func TestExportStoresObservations(t *testing.T) {
+	storeCfg := chtest.Config(t)
+	cfg := createDefaultConfig().(*Config)
+	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
+	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	set := exportertest.NewNopSettings(Type)
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("proj", 0, 10)))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("", 10, 3)), "spans without a project are dropped, not failed")
+	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("proj", 0, 4)), "a re-sent batch is stored again")
+
+	s := openStore(t, storeCfg)
+	assert.Equal(t, wantIDs(10), storedIDs(t, s, "proj"), "each observation reads once")
+	tr, err := s.GetTrace(context.Background(), "proj", traceID(0).String())
+	require.NoError(t, err)
+	assert.Equal(t, "user-1", tr.UserID)
+	assert.Len(t, tr.Observations, 2)
+
+	assert.Equal(t, int64(14), sumCounter(t, tt, "otelcol_exporter_glassbox_clickhouse_rows"))
+	assert.Equal(t, int64(3), sumCounter(t, tt, "otelcol_exporter_glassbox_clickhouse_invalid_spans"))
+	hist, err := tt.GetMetric("otelcol_exporter_glassbox_clickhouse_insert_duration")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), hist.Data.(metricdata.Histogram[float64]).DataPoints[0].Count)
+}
+
+// TestPersistentQueueSurvivesOutage stops ClickHouse while spans keep coming,
+// restarts the collector's exporter while it is still down, then brings
+// ClickHouse back: every accepted span is stored and reads return it once.
+func TestPersistentQueueSurvivesOutage(t *testing.T) {
+	chtest.DSN(t) // runs where ClickHouse tests run; the server here is a private one it can stop
+	script, err := filepath.Abs("../../scripts/clickhouse.sh")
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "clickhouse")
+	tcp, httpPort := freePort(t), freePort(t)
+	ctl := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command(script, args...).CombinedOutput()
+		require.NoError(t, err, "clickhouse.sh %v: %s", args, out)
+	}
+	ctl("start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
+	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
+
+	storeCfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp), Database: "outage", QueryTimeout: 10 * time.Second}
+	queueDir := t.TempDir()
+	storageID := component.MustNewIDWithName("file_storage", "queue")
+	newExporter := func() (exporter.Traces, component.Host) {
+		cfg := createDefaultConfig().(*Config)
+		cfg.DSN, cfg.Database, cfg.Timeout = configopaque.String(storeCfg.DSN), storeCfg.Database, 5*time.Second
+		q := exporterhelper.NewDefaultQueueConfig()
+		q.StorageID = &storageID
+		q.NumConsumers = 2
+		cfg.QueueConfig = configoptional.Some(q)
+		cfg.BackOffConfig.InitialInterval, cfg.BackOffConfig.MaxInterval = 100*time.Millisecond, 500*time.Millisecond
+		// The queue is found again by the exporter's id, as after a collector restart.
+		set := exportertest.NewNopSettings(Type)
+		set.ID = component.NewIDWithName(Type, "outage")
+		exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+		require.NoError(t, err)
+		host := storageHost{storageID: &diskStorage{dir: queueDir}}
+		return exp, host
+	}
+
+	first, host := newExporter()
+	require.NoError(t, first.Start(context.Background(), host))
+	require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", 0, 40)))
+	s := openStore(t, storeCfg)
+	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 40 }, 20*time.Second, 100*time.Millisecond)
+
+	ctl("stop", dir)
+	for i := 40; i < 100; i += 10 {
+		require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", i, 10)), "the queue accepts spans while ClickHouse is down")
+	}
+	time.Sleep(500 * time.Millisecond) // let the consumers fail and retry at least once
+	require.NoError(t, first.Shutdown(context.Background()))
+
+	// A restarted collector with ClickHouse still down starts at once and queues more.
+	second, host := newExporter()
+	began := time.Now()
+	require.NoError(t, second.Start(context.Background(), host))
+	assert.Less(t, time.Since(began), 3*time.Second)
+	defer func() { require.NoError(t, second.Shutdown(context.Background())) }()
+	require.NoError(t, second.ConsumeTraces(context.Background(), spans("proj", 100, 40)))
+
+	ctl("start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
+	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 140 }, 60*time.Second, 200*time.Millisecond)
+	assert.Equal(t, wantIDs(140), storedIDs(t, s, "proj"))
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// storageHost offers storage extensions to the exporter's persistent queue.
+type storageHost map[component.ID]component.Component
+
+func (h storageHost) GetExtensions() map[component.ID]component.Component { return h }
+
+// diskStorage is a storage extension that keeps each client's keys in a file,
+// so a second exporter finds what the first one queued.
+type diskStorage struct {
+	dir string
+	component.StartFunc
+	component.ShutdownFunc
+}
+
+var _ storage.Extension = (*diskStorage)(nil)
+
+func (d *diskStorage) GetClient(_ context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
+	file := strings.ReplaceAll(fmt.Sprintf("%s-%s-%s.gob", kind, id, name), "/", "_")
+	c := &diskClient{path: filepath.Join(d.dir, file), data: map[string][]byte{}}
+	raw, err := os.ReadFile(c.path)
+	if os.IsNotExist(err) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, gob.NewDecoder(bytes.NewReader(raw)).Decode(&c.data)
+}
+
+type diskClient struct {
+	mu   sync.Mutex
+	path string
+	data map[string][]byte
+}
+
+func (c *diskClient) Get(ctx context.Context, key string) ([]byte, error) {
+	op := &storage.Operation{Key: key, Type: storage.Get}
+	err := c.Batch(ctx, op)
+	return op.Value, err
+}
+
+func (c *diskClient) Set(ctx context.Context, key string, value []byte) error {
+	return c.Batch(ctx, storage.SetOperation(key, value))
+}
+
+func (c *diskClient) Delete(ctx context.Context, key string) error {
+	return c.Batch(ctx, &storage.Operation{Key: key, Type: storage.Delete})
+}
+
+// Batch applies ops and writes the whole map to disk before returning, as a
+// durable store would.
+func (c *diskClient) Batch(_ context.Context, ops ...*storage.Operation) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := false
+	for _, op := range ops {
+		switch op.Type {
+		case storage.Get:
+			op.Value = c.data[op.Key]
+		case storage.Set:
+			c.data[op.Key] = bytes.Clone(op.Value)
+			changed = true
+		case storage.Delete:
+			delete(c.data, op.Key)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(c.data); err != nil {
+		return err
+	}
+	tmp := c.path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.path)
+}
+
+func (c *diskClient) Close(context.Context) error { return nil }
