@@ -172,3 +172,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// modernc.org/sqlite's tests want a pprof build the module proxy does not
+// serve; `go mod tidy` loads tests of dependencies, so pin one it does.
+replace github.com/google/pprof => github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
