@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// allInOne runs bin/glassbox with the shipped configs/all-in-one.yaml, set up
+// only through the environment variables the README documents.
+type allInOne struct {
+	*collector
+	PublicKey, SecretKey string
+}
+
+func startAllInOne(t *testing.T) *allInOne {
+	t.Helper()
+	bin := requireEnv(t, "GLASSBOX_BIN")
+	ch := chtest.Config(t)
+	dataDir := t.TempDir()
+	port := freePort(t)
+	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789"}
+	env := map[string]string{
+		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
+		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"GLASSBOX_METRICS_PORT":        fmt.Sprint(freePort(t)),
+		"GLASSBOX_DATA_DIR":            dataDir,
+		"GLASSBOX_CONTROL_PLANE_DSN":   "sqlite://" + filepath.Join(dataDir, "glassbox.db"),
+		"GLASSBOX_CLICKHOUSE_DSN":      ch.DSN,
+		"GLASSBOX_CLICKHOUSE_DATABASE": ch.Database,
+		"GLASSBOX_INIT_ORG_ID":         "org-e2e",
+		"GLASSBOX_INIT_PROJECT_ID":     "proj-e2e",
+		"GLASSBOX_INIT_PROJECT_NAME":   "End to end",
+		"GLASSBOX_INIT_PUBLIC_KEY":     a.PublicKey,
+		"GLASSBOX_INIT_SECRET_KEY":     a.SecretKey,
+	}
+	c := &collector{BaseURL: "http://" + env["GLASSBOX_LISTEN"], log: &lockedBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/all-in-one.yaml"))
+	c.cmd.Env = os.Environ()
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	require.NoError(t, c.cmd.Start())
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.stop(t) })
+	c.waitReady(t)
+	a.collector = c
+	return a
+}
+
+// repoPath resolves a path relative to the repository root.
+func repoPath(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", rel))
+	require.NoError(t, err)
+	return p
+}
+
+// TestAllInOneWithOfficialSDK runs the Node suites in test/sdk (the official
+// @langfuse/* packages) against the all-in-one deployment: one base URL for
+// OTLP ingestion and the REST API.
+func TestAllInOneWithOfficialSDK(t *testing.T) {
+	sdkDir := requireEnv(t, "GLASSBOX_SDK_DIR")
+	a := startAllInOne(t)
+	suites, err := filepath.Glob(filepath.Join(sdkDir, "*.test.mjs"))
+	require.NoError(t, err)
+	require.NotEmpty(t, suites)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec"}, suites...)
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(),
+		"LANGFUSE_BASE_URL="+a.BaseURL,
+		"LANGFUSE_PUBLIC_KEY="+a.PublicKey,
+		"LANGFUSE_SECRET_KEY="+a.SecretKey,
+	)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test:\n%s", out)
+	require.NoError(t, err, "the official SDK suites failed against the all-in-one deployment")
+}

@@ -1,0 +1,76 @@
+// Reads traces written through ingestion back with the official REST client
+// (@langfuse/client), against a running all-in-one Glassbox.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LangfuseClient } from "@langfuse/client";
+import { emitTraces } from "./lib/emit.mjs";
+
+const client = new LangfuseClient();
+
+// eventually retries fn until it stops throwing (ingestion is asynchronous).
+async function eventually(fn, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+test("traces and observations written through OTLP read back with @langfuse/client", async () => {
+  const health = await client.api.health.health();
+  assert.equal(health.status, "OK");
+  const projects = await client.api.projects.get();
+  assert.equal(projects.data.length, 1, "a project key sees its own project");
+
+  const { runTag, traces } = await emitTraces({ count: 2 });
+  for (const sent of traces) {
+    const trace = await eventually(async () => {
+      const t = await client.api.trace.get(sent.traceId);
+      assert.equal(t.observations.length, 4);
+      return t;
+    });
+    assert.equal(trace.id, sent.traceId);
+    assert.equal(trace.name, "agent-run");
+    assert.equal(trace.userId, sent.userId);
+    assert.equal(trace.sessionId, sent.sessionId);
+    assert.deepEqual([...trace.tags].sort(), [runTag, "sdk-test"].sort());
+    assert.deepEqual(trace.input, { question: sent.question });
+    assert.ok(Math.abs(trace.totalCost - 0.00019) < 1e-9, `totalCost ${trace.totalCost}`);
+    assert.ok(trace.latency >= 0);
+    assert.match(trace.htmlPath, new RegExp(sent.traceId));
+
+    const byName = Object.fromEntries(trace.observations.map((o) => [o.name, o]));
+    const root = byName["agent-run"];
+    const gen = byName["llm-call"];
+    assert.equal(root.type, "AGENT");
+    assert.equal(root.parentObservationId ?? null, null);
+    assert.equal(gen.type, "GENERATION");
+    assert.equal(gen.parentObservationId, root.id);
+    assert.equal(gen.model, "gpt-4o-mini");
+    assert.deepEqual(gen.usageDetails, { input: 12, output: 7, total: 19 });
+    assert.equal(byName["search-tool"].type, "TOOL");
+    assert.equal(byName["parse-results"].parentObservationId, byName["search-tool"].id);
+
+    const one = await client.api.legacy.observationsV1.get(gen.id);
+    assert.equal(one.traceId, sent.traceId);
+    assert.equal(one.model, "gpt-4o-mini");
+
+    const v2 = await client.api.observations.getMany({ traceId: sent.traceId });
+    assert.equal(v2.data.length, 4);
+  }
+
+  const listed = await client.api.trace.list({ userId: traces[0].userId, tags: [runTag] });
+  assert.ok(listed.data.some((t) => t.id === traces[0].traceId));
+  assert.ok(listed.data.every((t) => t.userId === traces[0].userId));
+  assert.equal(listed.meta.page, 1);
+
+  const session = await client.api.sessions.get(traces[0].sessionId);
+  assert.deepEqual(session.traces.map((t) => t.id).sort(), traces.map((t) => t.traceId).sort());
+
+  await client.api.trace.delete(traces[1].traceId);
+  await assert.rejects(client.api.trace.get(traces[1].traceId), (err) => err.statusCode === 404);
+});
