@@ -32,6 +32,7 @@ func startAllInOne(t *testing.T) *allInOne {
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
 		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"GLASSBOX_METRICS_PORT":        fmt.Sprint(freePort(t)),
+		"GLASSBOX_PPROF_LISTEN":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"GLASSBOX_DATA_DIR":            dataDir,
 		"GLASSBOX_CONTROL_PLANE_DSN":   "sqlite://" + filepath.Join(dataDir, "glassbox.db"),
 		"GLASSBOX_CLICKHOUSE_DSN":      ch.DSN,

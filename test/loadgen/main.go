@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 type result struct {
@@ -36,6 +38,11 @@ type result struct {
 	SpansPerSecond float64 `json:"spans_per_second"`
 	AckP50Millis   float64 `json:"ack_p50_ms"`
 	AckP99Millis   float64 `json:"ack_p99_ms"`
+	// Stored* are set with -clickhouse-dsn: how long until every acknowledged
+	// span was readable, counted from the first request.
+	StoredSpans          int     `json:"stored_spans,omitempty"`
+	StoredSeconds        float64 `json:"stored_seconds,omitempty"`
+	StoredSpansPerSecond float64 `json:"stored_spans_per_second,omitempty"`
 }
 
 func main() {
@@ -46,13 +53,21 @@ func main() {
 	duration := flag.Duration("duration", 20*time.Second, "how long to send")
 	workers := flag.Int("workers", 8, "concurrent senders")
 	batch := flag.Int("batch", 200, "spans per request")
+	chDSN := flag.String("clickhouse-dsn", "", "when set, wait until every acknowledged span is stored in this ClickHouse")
+	chDatabase := flag.String("clickhouse-database", "glassbox", "database the collector writes to")
+	project := flag.String("project", "", "project id the key belongs to (with -clickhouse-dsn)")
+	storeTimeout := flag.Duration("store-timeout", 5*time.Minute, "how long to wait for the spans to be stored")
 	flag.Parse()
 
 	if *mix != "agent" && *mix != "generation" {
 		fmt.Fprintln(os.Stderr, "unknown -mix", *mix)
 		os.Exit(2)
 	}
+	start := time.Now()
 	res, err := run(*url, *user, *pass, *mix, *duration, *workers, *batch)
+	if err == nil && *chDSN != "" {
+		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase}, *project, *storeTimeout)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -120,6 +135,31 @@ func run(url, user, pass, mix string, duration time.Duration, workers, batch int
 		res.BytesPerSpan = int(bodyBytes.Load() / sent)
 	}
 	return res, nil
+}
+
+// waitStored polls the store until it holds every acknowledged span.
+func waitStored(res *result, start time.Time, cfg chstore.Config, project string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	store, err := chstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	for {
+		page, err := store.ListObservations(ctx, chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1})
+		if err == nil && int64(page.Total) >= res.Spans {
+			res.StoredSpans = page.Total
+			res.StoredSeconds = time.Since(start).Seconds()
+			res.StoredSpansPerSecond = float64(page.Total) / res.StoredSeconds
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d spans stored after %s", page.Total, res.Spans, timeout)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func quantileMillis(sorted []time.Duration, q float64) float64 {

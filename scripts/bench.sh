@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# `make bench`: measures, in one run on this machine,
+#  1. OTLP/HTTP protobuf ingestion into ClickHouse through the shipped
+#     all-in-one pipeline (spans/s until every acknowledged span is stored,
+#     acknowledgement latency p50/p99, peak RSS) for two span mixes, beside the
+#     same load against a stock pass-through pipeline (otlp receiver -> nop) in
+#     the same binary, and the ratio between them; a CPU profile of the
+#     Glassbox run says where the time goes;
+#  2. trace list and single-trace read latency with 1M observations loaded.
+# Figures are printed as Markdown; docs/benchmarks.md keeps the recorded ones.
+#
+# env: BENCH_DURATION (20s), BENCH_WORKERS (8), BENCH_BATCH (200), BENCH_SKIP_READ=1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+duration=${BENCH_DURATION:-20s}
+workers=${BENCH_WORKERS:-8}
+batch=${BENCH_BATCH:-200}
+work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-bench.XXXXXX")
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  ./scripts/clickhouse.sh stop "$work/clickhouse" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+ch_tcp=$(free_port); ch_http=$(free_port)
+ch_dsn=$(./scripts/clickhouse.sh start "$work/clickhouse" "$ch_tcp" "$ch_http" | tail -n 1)
+./scripts/build.sh >/dev/null
+go build -o "$work/loadgen" ./test/loadgen
+
+pk=pk-lf-bench-0123456789abcdef
+sk=sk-lf-bench-0123456789abcdef
+port=$(free_port)
+export GLASSBOX_LISTEN=127.0.0.1:$port
+export GLASSBOX_HEALTH_LISTEN=127.0.0.1:$(free_port)
+export GLASSBOX_METRICS_PORT=$(free_port)
+export GLASSBOX_PPROF_LISTEN=127.0.0.1:$(free_port)
+export GLASSBOX_CLICKHOUSE_DSN=$ch_dsn
+export GLASSBOX_INIT_ORG_ID=bench GLASSBOX_INIT_PROJECT_ID=bench GLASSBOX_INIT_PUBLIC_KEY=$pk GLASSBOX_INIT_SECRET_KEY=$sk
+
+# start_collector CONFIG: runs bin/glassbox in the background until stop_collector.
+start_collector() {
+  ./bin/glassbox --config "$1" >"$work/collector.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 300); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -u "$pk:$sk" -X POST -H 'Content-Type: application/json' \
+      --data '{}' "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" || true)
+    [ "$code" = 200 ] && return 0
+    sleep 0.1
+  done
+  cat "$work/collector.log" >&2
+  return 1
+}
+
+# stop_collector prints the collector's peak RSS in MiB and stops it.
+stop_collector() {
+  awk '/VmHWM/ {printf "%.0f", $2/1024}' "/proc/$pid/status"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  pid=""
+}
+
+results=$work/results.jsonl
+for mix in agent generation; do
+  start_collector configs/bench-passthrough.yaml
+  "$work/loadgen" -url "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" -mix "$mix" \
+    -duration "$duration" -workers "$workers" -batch "$batch" >"$work/out.json"
+  rss=$(stop_collector)
+  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline="pass-through"; r.rss_mib=+process.argv[2]; console.log(JSON.stringify(r))' \
+    "$(cat "$work/out.json")" "$rss" >>"$results"
+
+  export GLASSBOX_DATA_DIR=$work/data-$mix
+  export GLASSBOX_CONTROL_PLANE_DSN=sqlite://$GLASSBOX_DATA_DIR/glassbox.db
+  export GLASSBOX_CLICKHOUSE_DATABASE=bench_$mix
+  start_collector configs/all-in-one.yaml
+  if [ "$mix" = agent ]; then
+    curl -s -o "$work/cpu-$mix.prof" "http://$GLASSBOX_PPROF_LISTEN/debug/pprof/profile?seconds=10" &
+    prof_pid=$!
+  fi
+  "$work/loadgen" -url "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" -user "$pk" -pass "$sk" -mix "$mix" \
+    -duration "$duration" -workers "$workers" -batch "$batch" \
+    -clickhouse-dsn "$ch_dsn" -clickhouse-database "bench_$mix" -project bench >"$work/out.json"
+  [ "$mix" = agent ] && wait "$prof_pid"
+  rss=$(stop_collector)
+  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline="glassbox"; r.rss_mib=+process.argv[2]; console.log(JSON.stringify(r))' \
+    "$(cat "$work/out.json")" "$rss" >>"$results"
+done
+
+echo "## Ingestion ($(date -u +%Y-%m-%d), $(nproc) cores, duration $duration, $workers workers, $batch spans/request)"
+node - "$results" <<'JS'
+const rows = require("fs").readFileSync(process.argv[2], "utf8").trim().split("\n").map(JSON.parse);
+console.log("| mix | pipeline | bytes/span | spans/s acknowledged | spans/s stored in ClickHouse | ack p50 ms | ack p99 ms | failed requests | peak RSS MiB |");
+console.log("|---|---|---|---|---|---|---|---|---|");
+for (const r of rows) {
+  const stored = r.stored_spans_per_second ? Math.round(r.stored_spans_per_second) : "-";
+  console.log(`| ${r.mix} | ${r.pipeline} | ${r.bytes_per_span} | ${Math.round(r.spans_per_second)} | ${stored} | ${r.ack_p50_ms.toFixed(1)} | ${r.ack_p99_ms.toFixed(1)} | ${r.failed} | ${r.rss_mib} |`);
+}
+for (const mix of ["agent", "generation"]) {
+  const p = rows.find((r) => r.mix === mix && r.pipeline === "pass-through");
+  const g = rows.find((r) => r.mix === mix && r.pipeline === "glassbox");
+  console.log(`\n${mix}: Glassbox stores ${(g.stored_spans_per_second / p.spans_per_second).toFixed(2)}x the pass-through's acknowledged spans/s`);
+}
+JS
+
+echo
+echo "## Where the time goes (Glassbox, agent mix, 10 s CPU profile)"
+(cd _build && go tool pprof -top -nodecount=25 ../bin/glassbox "$work/cpu-agent.prof" 2>/dev/null | sed -n '1,32p') || echo "(no profile)"
+
+if [ "${BENCH_SKIP_READ:-}" != 1 ]; then
+  echo
+  echo "## Reads with 1M observations"
+  GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn go test -run XXX -bench BenchmarkRead -benchtime 1x -timeout 30m ./internal/chstore/ 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
+fi
