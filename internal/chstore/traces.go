@@ -182,23 +182,35 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		args = append(args, having.args...)
 	}
 
-	var total uint64
-	err := s.query(ctx, "SELECT count() FROM ("+grouped+") AS matching", args, func(r rowScanner) error { return r.Scan(&total) })
-	if err != nil {
-		return nil, 0, fmt.Errorf("count traces: %w", err)
-	}
-	if total == 0 {
-		return []Trace{}, 0, nil
-	}
-
 	dir := " ASC"
 	if order.Desc {
 		dir = " DESC"
 	}
 	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
 	page := "SELECT trace_id FROM (" + grouped + ") AS matching ORDER BY " + orderExpr.alias + dir + ", trace_id" + dir + " LIMIT ?, ?"
+
+	// The count and the page are independent scans; run them side by side.
+	var total uint64
+	counted := make(chan error, 1)
+	go func() {
+		counted <- s.query(ctx, "SELECT count() FROM ("+grouped+") AS matching", args,
+			func(r rowScanner) error { return r.Scan(&total) })
+	}()
+	traces, err := s.tracePage(ctx, f.ProjectID, page, append(args[:len(args):len(args)], offset, limit))
+	if countErr := <-counted; countErr != nil {
+		return nil, 0, fmt.Errorf("count traces: %w", countErr)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return traces, int(total), nil
+}
+
+// tracePage runs a query that selects trace ids and derives those traces, in
+// the query's order.
+func (s *Store) tracePage(ctx context.Context, projectID, query string, args []any) ([]Trace, error) {
 	var ids []string
-	err = s.query(ctx, page, append(args, offset, limit), func(r rowScanner) error {
+	err := s.query(ctx, query, args, func(r rowScanner) error {
 		var id string
 		if err := r.Scan(&id); err != nil {
 			return err
@@ -207,22 +219,22 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list traces: %w", err)
+		return nil, fmt.Errorf("list traces: %w", err)
 	}
 	if len(ids) == 0 {
-		return []Trace{}, int(total), nil
+		return []Trace{}, nil
 	}
-	days, err := s.traceDays(ctx, f.ProjectID, ids)
+	days, err := s.traceDays(ctx, projectID, ids)
 	if errors.Is(err, ErrNotFound) {
 		// Deleted between the two reads.
-		return []Trace{}, int(total), nil
+		return []Trace{}, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	details, err := s.traceDetails(ctx, f.ProjectID, ids, days)
+	details, err := s.traceDetails(ctx, projectID, ids, days)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	traces := make([]Trace, 0, len(ids))
 	for _, id := range ids {
@@ -230,7 +242,7 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 			traces = append(traces, t)
 		}
 	}
-	return traces, int(total), nil
+	return traces, nil
 }
 
 // dedupeExprs drops repeated expressions while keeping order.
