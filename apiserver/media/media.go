@@ -53,7 +53,8 @@ type UploadRequest struct {
 	ObservationID string `json:"observationId,omitempty"`
 	DatasetID     string `json:"datasetId,omitempty"`
 	DatasetItemID string `json:"datasetItemId,omitempty"`
-	// Field is where the media sits: input, output or metadata.
+	// Field is where the media sits: input, output, metadata or (dataset
+	// items) expectedOutput.
 	Field         string `json:"field"`
 	ContentType   string `json:"contentType"`
 	ContentLength int64  `json:"contentLength"`
@@ -115,7 +116,8 @@ func New(store Store, cfg Config) *Service {
 	return &Service{store: store, cfg: cfg, now: time.Now}
 }
 
-var fields = []string{"input", "output", "metadata"}
+// fields are where media can sit: in a trace or observation, or in a dataset item.
+var fields = []string{"input", "output", "metadata", "expectedOutput"}
 
 // allowedTypes are the media families accepted; anything a browser would
 // run as a page (HTML, SVG, JavaScript) is not among them.
@@ -170,7 +172,7 @@ func (s *Service) uploadURL(r *http.Request) (any, error) {
 	case req.ContentLength <= 0 || req.ContentLength > s.cfg.MaxContentLength:
 		return nil, httpx.BadRequest("Invalid contentLength %d: expected 1 to %d bytes", req.ContentLength, s.cfg.MaxContentLength)
 	case !slices.Contains(fields, req.Field):
-		return nil, httpx.BadRequest("Invalid field %q: expected input, output or metadata", req.Field)
+		return nil, httpx.BadRequest("Invalid field %q: expected input, output, metadata or expectedOutput", req.Field)
 	case req.TraceID == "" && req.DatasetItemID == "":
 		return nil, httpx.BadRequest("traceId or datasetItemId is required")
 	}

@@ -469,7 +469,9 @@ func getPrompt(ctx context.Context, c conn, projectID, name string, sel PromptSe
 	if err != nil {
 		return Prompt{}, err
 	}
-	p.Labels = labels[p.Version]
+	if ls := labels[p.Version]; ls != nil {
+		p.Labels = ls
+	}
 	if p.Tags, err = promptTags(ctx, c, projectID, name); err != nil {
 		return Prompt{}, err
 	}

@@ -71,7 +71,7 @@ func TestPromptVersionsAndLabels(t *testing.T) {
 		assert.Equal(t, []string{"latest", "production", "staging"}, moved.Labels)
 		got, err = s.GetPrompt(ctx, pa.ID, "folder/greet", PromptSelector{Version: 1})
 		require.NoError(t, err)
-		assert.Empty(t, got.Labels)
+		assert.Equal(t, []string{}, got.Labels, "no labels is an empty list, never null")
 		assert.True(t, got.UpdatedAt.After(got.CreatedAt) || got.UpdatedAt.Equal(got.CreatedAt))
 
 		_, err = s.SetPromptLabels(ctx, pa.ID, "folder/greet", 1, []string{"latest"})
