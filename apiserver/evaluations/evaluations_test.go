@@ -1,0 +1,265 @@
+package evaluations
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+const testKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+type fixture struct {
+	h     http.Handler
+	store *controlplane.Store
+	a, b  apitest.Tenant
+}
+
+func setup(t *testing.T, withKey bool) fixture {
+	t.Helper()
+	store := apitest.ControlPlane(t)
+	var box *controlplane.SecretBox
+	if withKey {
+		var err error
+		box, err = controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+		require.NoError(t, err)
+	}
+	h, err := httpx.NewRouter(Routes(store, box), httpx.Options{Verifier: store})
+	require.NoError(t, err)
+	return fixture{h: h, store: store, a: apitest.Seed(t, store, "a"), b: apitest.Seed(t, store, "b")}
+}
+
+func call(t *testing.T, f fixture, method, path, auth string, body any, want int) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := apitest.Do(t, f.h, method, path, auth, body)
+	require.Equal(t, want, rec.Code, rec.Body.String())
+	return rec
+}
+
+func TestLLMConnectionRoutes(t *testing.T) {
+	f := setup(t, true)
+	rec := call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth, map[string]any{
+		"provider": "judge", "adapter": "openai", "secretKey": "sk-very-secret-9876", "baseURL": "http://127.0.0.1:1/v1",
+		"extraHeaders": map[string]string{"X-Team": "hidden-value"}, "defaultModel": "gpt-4o-mini",
+		"defaultParams": map[string]any{"temperature": 0}, "maxConcurrency": 2, "timeoutMs": 5000,
+	}, http.StatusOK)
+	assert.NotContains(t, rec.Body.String(), "sk-very-secret-9876")
+	assert.NotContains(t, rec.Body.String(), "hidden-value")
+	cn := apitest.Decode[LLMConnection](t, rec)
+	assert.Equal(t, "...9876", cn.DisplaySecretKey)
+	assert.Equal(t, []string{"X-Team"}, cn.ExtraHeaderKeys)
+	assert.Equal(t, 2, cn.MaxConcurrency)
+	assert.Equal(t, int64(5000), cn.TimeoutMS)
+	assert.JSONEq(t, `{"temperature":0}`, string(cn.DefaultParams))
+
+	// An update without the key keeps it.
+	updated := apitest.Decode[LLMConnection](t, call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+		map[string]any{"provider": "judge", "defaultModel": "gpt-4o"}, http.StatusOK))
+	assert.Equal(t, cn.ID, updated.ID)
+	assert.Equal(t, "gpt-4o", updated.DefaultModel)
+	creds, err := f.store.LLMCredentials(context.Background(), mustBox(t), f.a.ProjectID, cn.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "sk-very-secret-9876", creds.SecretKey)
+
+	list := apitest.Decode[httpx.List[LLMConnection]](t, call(t, f, http.MethodGet, "/api/public/llm-connections", f.a.ProjectAuth, nil, http.StatusOK))
+	require.Len(t, list.Data, 1)
+	assert.EqualValues(t, 1, list.Meta.TotalItems)
+	empty := apitest.Decode[httpx.List[LLMConnection]](t, call(t, f, http.MethodGet, "/api/public/llm-connections", f.b.ProjectAuth, nil, http.StatusOK))
+	assert.Empty(t, empty.Data)
+
+	call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth, map[string]any{"provider": "new"}, http.StatusBadRequest)
+	call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+		map[string]any{"provider": "x", "secretKey": "k", "adapter": "bedrock"}, http.StatusBadRequest)
+	call(t, f, http.MethodGet, "/api/public/llm-connections/"+cn.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	call(t, f, http.MethodDelete, "/api/public/llm-connections/"+cn.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	call(t, f, http.MethodGet, "/api/public/llm-connections/"+cn.ID, f.a.ProjectAuth, nil, http.StatusOK)
+	call(t, f, http.MethodDelete, "/api/public/llm-connections/"+cn.ID, f.a.ProjectAuth, nil, http.StatusOK)
+	call(t, f, http.MethodGet, "/api/public/llm-connections/"+cn.ID, f.a.ProjectAuth, nil, http.StatusNotFound)
+
+	noKey := setup(t, false)
+	rec = call(t, noKey, http.MethodPut, "/api/public/llm-connections", noKey.a.ProjectAuth,
+		map[string]any{"provider": "judge", "secretKey": "sk-1234567890"}, http.StatusServiceUnavailable)
+	assert.Contains(t, rec.Body.String(), controlplane.EncryptionKeyEnv)
+}
+
+func mustBox(t *testing.T) *controlplane.SecretBox {
+	box, err := controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+	require.NoError(t, err)
+	return box
+}
+
+// seedConnection adds a connection to tenant a's project.
+func seedConnection(t *testing.T, f fixture) LLMConnection {
+	t.Helper()
+	return apitest.Decode[LLMConnection](t, call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+		map[string]any{"provider": "judge", "secretKey": "sk-test-123456789"}, http.StatusOK))
+}
+
+func createEvaluator(t *testing.T, f fixture, body map[string]any) Evaluator {
+	t.Helper()
+	return apitest.Decode[Evaluator](t, call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, body, http.StatusCreated))
+}
+
+var celBody = map[string]any{"name": "short", "kind": "cel", "scoreName": "short",
+	"output": map[string]any{"dataType": "BOOLEAN"}, "expression": "size(output) < 100"}
+
+func TestEvaluatorRoutes(t *testing.T) {
+	f := setup(t, true)
+	judge := createEvaluator(t, f, map[string]any{"name": "judge", "kind": "llm", "scoreName": "helpful",
+		"output":    map[string]any{"dataType": "NUMERIC", "min": 0, "max": 1, "description": "helpfulness"},
+		"prompt":    "Rate {{output}} given {{question}}",
+		"variables": []map[string]any{{"name": "question", "source": "trace", "field": "input", "key": "question"}},
+		"model":     "gpt-4o-mini", "modelParams": map[string]any{"temperature": 0}})
+	assert.Equal(t, "llm", judge.Kind)
+	assert.Equal(t, []Variable{{Name: "question", Source: "trace", Field: "input", Key: "question"}}, judge.Variables)
+	code := createEvaluator(t, f, celBody)
+	assert.Equal(t, int64(1000), code.TimeoutMS)
+	hook := createEvaluator(t, f, map[string]any{"name": "hook", "kind": "webhook", "scoreName": "tone", "url": "https://example.com/x",
+		"output": map[string]any{"dataType": "CATEGORICAL", "categories": []string{"good", "bad"}}, "timeoutMs": 2000})
+	assert.Equal(t, int64(2000), hook.TimeoutMS)
+
+	rec := call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, map[string]any{"name": "bad", "kind": "cel",
+		"scoreName": "x", "output": map[string]any{"dataType": "BOOLEAN"}, "expression": "output +"}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "Invalid expression")
+	call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, map[string]any{"name": "bad", "kind": "cel",
+		"scoreName": "x", "output": map[string]any{"dataType": "BOOLEAN"}, "expression": "unknown_var"}, http.StatusBadRequest)
+	call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, map[string]any{"name": "bad", "kind": "llm",
+		"scoreName": "x", "output": map[string]any{"dataType": "BOOLEAN"}, "prompt": "{{unmapped}}"}, http.StatusBadRequest)
+	call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, celBody, http.StatusConflict)
+
+	patched := apitest.Decode[Evaluator](t, call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+code.ID, f.a.ProjectAuth,
+		map[string]any{"expression": "size(output) < 10", "timeoutMs": 500}, http.StatusOK))
+	assert.Equal(t, "size(output) < 10", patched.Expression)
+	assert.Equal(t, int64(500), patched.TimeoutMS)
+	call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+code.ID, f.a.ProjectAuth, map[string]any{"expression": "("}, http.StatusBadRequest)
+	call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+code.ID, f.b.ProjectAuth, map[string]any{"name": "x"}, http.StatusNotFound)
+	call(t, f, http.MethodGet, "/api/public/evals/evaluators/"+judge.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	got := apitest.Decode[Evaluator](t, call(t, f, http.MethodGet, "/api/public/evals/evaluators/"+judge.ID, f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Equal(t, judge, got)
+
+	list := apitest.Decode[httpx.List[Evaluator]](t, call(t, f, http.MethodGet, "/api/public/evals/evaluators?limit=2", f.a.ProjectAuth, nil, http.StatusOK))
+	assert.EqualValues(t, 3, list.Meta.TotalItems)
+	assert.Len(t, list.Data, 2)
+
+	call(t, f, http.MethodDelete, "/api/public/evals/evaluators/"+hook.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	call(t, f, http.MethodDelete, "/api/public/evals/evaluators/"+hook.ID, f.a.ProjectAuth, nil, http.StatusOK)
+}
+
+func TestRuleAndJobRoutes(t *testing.T) {
+	f := setup(t, true)
+	conn := seedConnection(t, f)
+	judge := createEvaluator(t, f, map[string]any{"name": "judge", "kind": "llm", "scoreName": "helpful",
+		"output": map[string]any{"dataType": "BOOLEAN"}, "prompt": "Is {{output}} helpful?"})
+	code := createEvaluator(t, f, celBody)
+
+	rule := apitest.Decode[Rule](t, call(t, f, http.MethodPost, "/api/public/evals/rules", f.a.ProjectAuth, map[string]any{
+		"name": "prod judge", "evaluatorId": judge.ID, "connectionId": conn.ID, "target": "trace", "samplingRate": 0.5, "delayMs": 1000,
+		"filter": []map[string]any{{"field": "tags", "operator": "any of", "values": []string{"prod"}}},
+	}, http.StatusCreated))
+	assert.True(t, rule.Active)
+	assert.Equal(t, 0.5, rule.SamplingRate)
+	assert.Equal(t, int64(1000), rule.DelayMS)
+	require.Len(t, rule.Filter, 1)
+
+	for name, body := range map[string]map[string]any{
+		"bad filter":       {"name": "x", "evaluatorId": code.ID, "target": "trace", "filter": []map[string]any{{"field": "cost", "operator": "="}}},
+		"bad target":       {"name": "x", "evaluatorId": code.ID, "target": "session"},
+		"llm needs a conn": {"name": "x", "evaluatorId": judge.ID, "target": "trace"},
+		"sampling":         {"name": "x", "evaluatorId": code.ID, "target": "trace", "samplingRate": 2},
+	} {
+		rec := call(t, f, http.MethodPost, "/api/public/evals/rules", f.a.ProjectAuth, body, http.StatusBadRequest)
+		assert.NotEmpty(t, rec.Body.String(), name)
+	}
+	call(t, f, http.MethodPost, "/api/public/evals/rules", f.b.ProjectAuth,
+		map[string]any{"name": "x", "evaluatorId": code.ID, "target": "trace"}, http.StatusNotFound)
+
+	patched := apitest.Decode[Rule](t, call(t, f, http.MethodPatch, "/api/public/evals/rules/"+rule.ID, f.a.ProjectAuth,
+		map[string]any{"active": false, "filter": []map[string]any{}}, http.StatusOK))
+	assert.False(t, patched.Active)
+	assert.Empty(t, patched.Filter)
+	call(t, f, http.MethodPatch, "/api/public/evals/rules/"+rule.ID, f.b.ProjectAuth, map[string]any{"active": true}, http.StatusNotFound)
+
+	job := apitest.Decode[Job](t, call(t, f, http.MethodPost, "/api/public/evals/rules/"+rule.ID+"/backfill", f.a.ProjectAuth,
+		map[string]any{"from": "2024-05-01T00:00:00Z", "to": "2024-05-02T00:00:00Z"}, http.StatusAccepted))
+	assert.Equal(t, "BACKFILL", job.Kind)
+	assert.Equal(t, "PENDING", job.Status)
+	var state controlplane.BackfillState
+	require.NoError(t, json.Unmarshal(job.State, &state))
+	assert.Equal(t, 1, state.Page)
+	call(t, f, http.MethodPost, "/api/public/evals/rules/"+rule.ID+"/backfill", f.a.ProjectAuth,
+		map[string]any{"from": "2024-05-02T00:00:00Z", "to": "2024-05-01T00:00:00Z"}, http.StatusBadRequest)
+	call(t, f, http.MethodPost, "/api/public/evals/rules/"+rule.ID+"/backfill", f.a.ProjectAuth, map[string]any{}, http.StatusBadRequest)
+	call(t, f, http.MethodPost, "/api/public/evals/rules/"+rule.ID+"/backfill", f.b.ProjectAuth,
+		map[string]any{"from": "2024-05-01T00:00:00Z", "to": "2024-05-02T00:00:00Z"}, http.StatusNotFound)
+
+	withCounts := apitest.Decode[Rule](t, call(t, f, http.MethodGet, "/api/public/evals/rules/"+rule.ID, f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Equal(t, map[string]int{"PENDING": 1}, withCounts.Jobs)
+	call(t, f, http.MethodGet, "/api/public/evals/rules/"+rule.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+
+	jobs := apitest.Decode[httpx.List[Job]](t, call(t, f, http.MethodGet, "/api/public/evals/jobs?ruleId="+rule.ID+"&status=PENDING",
+		f.a.ProjectAuth, nil, http.StatusOK))
+	require.Len(t, jobs.Data, 1)
+	assert.Equal(t, job.ID, jobs.Data[0].ID)
+	none := apitest.Decode[httpx.List[Job]](t, call(t, f, http.MethodGet, "/api/public/evals/jobs", f.b.ProjectAuth, nil, http.StatusOK))
+	assert.Empty(t, none.Data)
+	call(t, f, http.MethodGet, "/api/public/evals/jobs?status=DONE", f.a.ProjectAuth, nil, http.StatusBadRequest)
+	call(t, f, http.MethodGet, "/api/public/evals/jobs?kind=OTHER", f.a.ProjectAuth, nil, http.StatusBadRequest)
+	call(t, f, http.MethodGet, "/api/public/evals/jobs/"+job.ID, f.a.ProjectAuth, nil, http.StatusOK)
+	call(t, f, http.MethodGet, "/api/public/evals/jobs/"+job.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	call(t, f, http.MethodPost, "/api/public/evals/jobs/"+job.ID+"/retry", f.a.ProjectAuth, nil, http.StatusConflict)
+	call(t, f, http.MethodPost, "/api/public/evals/jobs/"+job.ID+"/retry", f.b.ProjectAuth, nil, http.StatusNotFound)
+
+	call(t, f, http.MethodDelete, "/api/public/llm-connections/"+conn.ID, f.a.ProjectAuth, nil, http.StatusConflict)
+	list := apitest.Decode[httpx.List[Rule]](t, call(t, f, http.MethodGet, "/api/public/evals/rules", f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Len(t, list.Data, 1)
+	call(t, f, http.MethodDelete, "/api/public/evals/rules/"+rule.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	call(t, f, http.MethodDelete, "/api/public/evals/rules/"+rule.ID, f.a.ProjectAuth, nil, http.StatusOK)
+	call(t, f, http.MethodGet, "/api/public/evals/jobs/"+job.ID, f.a.ProjectAuth, nil, http.StatusNotFound)
+}
+
+func TestExperimentRoutes(t *testing.T) {
+	f := setup(t, true)
+	ctx := context.Background()
+	conn := seedConnection(t, f)
+	code := createEvaluator(t, f, celBody)
+	_, err := f.store.UpsertDataset(ctx, f.a.ProjectID, controlplane.DatasetUpsert{Name: "qa"})
+	require.NoError(t, err)
+	for _, id := range []string{"i1", "i2", "i3"} {
+		_, err := f.store.UpsertDatasetItem(ctx, f.a.ProjectID, controlplane.DatasetItemUpsert{DatasetName: "qa", ID: id,
+			Input: json.RawMessage(`{"q":"x"}`)})
+		require.NoError(t, err)
+	}
+	_, err = f.store.CreatePrompt(ctx, f.a.ProjectID, controlplane.NewPrompt{Name: "p", Prompt: json.RawMessage(`"Q: {{q}}"`),
+		Labels: []string{"staging"}})
+	require.NoError(t, err)
+
+	body := map[string]any{"datasetName": "qa", "runName": "run", "promptName": "p", "promptLabel": "staging",
+		"connectionId": conn.ID, "evaluatorIds": []string{code.ID}, "modelParams": map[string]any{"temperature": 1}}
+	x := apitest.Decode[Experiment](t, call(t, f, http.MethodPost, "/api/public/evals/experiments", f.a.ProjectAuth, body, http.StatusCreated))
+	assert.Equal(t, ExperimentRunning, x.Status)
+	assert.Equal(t, map[string]int{"PENDING": 3}, x.Jobs)
+	assert.Equal(t, 1, x.PromptVersion)
+	assert.Equal(t, []string{code.ID}, x.EvaluatorIDs)
+
+	call(t, f, http.MethodPost, "/api/public/evals/experiments", f.a.ProjectAuth, body, http.StatusConflict)
+	call(t, f, http.MethodPost, "/api/public/evals/experiments", f.b.ProjectAuth, body, http.StatusNotFound)
+	call(t, f, http.MethodPost, "/api/public/evals/experiments", f.a.ProjectAuth,
+		map[string]any{"datasetName": "qa", "runName": "r2", "promptName": "p", "connectionId": conn.ID}, http.StatusNotFound)
+	call(t, f, http.MethodGet, "/api/public/evals/experiments/"+x.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
+	got := apitest.Decode[Experiment](t, call(t, f, http.MethodGet, "/api/public/evals/experiments/"+x.ID, f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Equal(t, x.ID, got.ID)
+	list := apitest.Decode[httpx.List[Experiment]](t, call(t, f, http.MethodGet, "/api/public/evals/experiments", f.a.ProjectAuth, nil, http.StatusOK))
+	require.Len(t, list.Data, 1)
+	assert.Equal(t, 3, list.Data[0].Jobs["PENDING"])
+	items := apitest.Decode[httpx.List[Job]](t, call(t, f, http.MethodGet, "/api/public/evals/jobs?experimentId="+x.ID+"&kind=EXPERIMENT_ITEM",
+		f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Len(t, items.Data, 3)
+}
