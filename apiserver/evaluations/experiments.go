@@ -66,7 +66,7 @@ func (h handlers) experimentRoutes() []httpx.Route {
 		{
 			Method: http.MethodPost, Path: base, Access: httpx.ProjectKey, Handler: h.createExperiment,
 			Doc: httpx.Doc{OperationID: "experiments_create", Tag: "Evaluations", Body: ExperimentRequest{}, Response: Experiment{},
-				Status: http.StatusCreated,
+				Status:  http.StatusCreated,
 				Summary: "Run a stored prompt version over a dataset's active items and score the outputs; the results become a dataset run."},
 		},
 		{
