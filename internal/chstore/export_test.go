@@ -1,6 +1,13 @@
 package chstore
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // MigrateAddingColumn runs the schema history plus one more version that adds
 // a column to observations, to exercise the add-column step.
@@ -41,4 +48,91 @@ func (s *Store) ActiveParts(ctx context.Context) (int, error) {
 	err := s.query(ctx, "SELECT count() FROM system.parts WHERE database = ? AND active AND table IN ('observations', 'trace_index')",
 		[]any{s.cfg.Database}, func(r rowScanner) error { return r.Scan(&n) })
 	return int(n), err
+}
+
+// LoggedStatement is a statement as the server logged it, binds filled in.
+type LoggedStatement struct {
+	SQL        string
+	ResultRows uint64
+}
+
+// LoggedStatements returns the finished statements that named the store's
+// database, as 18.16's query_log recorded them (the connection must set
+// log_queries=1).
+func (s *Store) LoggedStatements(ctx context.Context) ([]LoggedStatement, error) {
+	if err := s.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		return nil, err
+	}
+	var out []LoggedStatement
+	err := s.query(ctx, "SELECT query, result_rows FROM system.query_log WHERE type = 2 AND is_initial_query = 1 "+
+		"AND position(query, ?) > 0 AND position(query, 'system.query_log') = 0 ORDER BY event_time, query_start_time",
+		[]any{s.cfg.Database}, func(r rowScanner) error {
+			var st LoggedStatement
+			if err := r.Scan(&st.SQL, &st.ResultRows); err != nil {
+				return err
+			}
+			out = append(out, st)
+			return nil
+		})
+	return out, err
+}
+
+// ValuesInsert renders every row of a table as one INSERT ... VALUES statement.
+func (s *Store) ValuesInsert(ctx context.Context, table string) (string, error) {
+	qualified := quote(s.cfg.Database) + "." + quote(table)
+	rows, err := s.conn.Query(ctx, "SELECT * FROM "+qualified)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var tuples []string
+	for rows.Next() {
+		vals := make([]any, len(rows.ColumnTypes()))
+		for i, ct := range rows.ColumnTypes() {
+			vals[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(vals...); err != nil {
+			return "", err
+		}
+		lits := make([]string, len(vals))
+		for i, v := range vals {
+			if lits[i], err = sqlLiteral(reflect.ValueOf(v).Elem().Interface()); err != nil {
+				return "", fmt.Errorf("%s.%s: %w", table, rows.Columns()[i], err)
+			}
+		}
+		tuples = append(tuples, "("+strings.Join(lits, ", ")+")")
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if len(tuples) == 0 {
+		return "", nil
+	}
+	return insertInto(qualified, rows.Columns()) + " VALUES " + strings.Join(tuples, ", "), nil
+}
+
+func sqlLiteral(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`, "\t", `\t`).Replace(x) + "'", nil
+	case time.Time:
+		return "'" + x.UTC().Format(time.DateTime) + "'", nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case int64, uint64, uint32, uint8:
+		return fmt.Sprint(x), nil
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return "", fmt.Errorf("no literal for %T", v)
+	}
+	items := make([]string, rv.Len())
+	for i := range items {
+		lit, err := sqlLiteral(rv.Index(i).Interface())
+		if err != nil {
+			return "", err
+		}
+		items[i] = lit
+	}
+	return "[" + strings.Join(items, ", ") + "]", nil
 }

@@ -1,0 +1,172 @@
+package chstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// portableSuiteEnv names the file TestPortableSuite writes for chdbcheck.
+const portableSuiteEnv = "GLASSBOX_CHDB_SUITE"
+
+// suiteStatement is one line of the suite: a statement and, for a SELECT,
+// the number of rows 18.16 returned.
+type suiteStatement struct {
+	SQL  string  `json:"sql"`
+	Rows *uint64 `json:"rows,omitempty"`
+}
+
+// TestPortableSuite runs every read the store offers on 18.16 and captures the
+// statements as the server received them (binds filled in), plus the data as
+// INSERT ... VALUES. chdbcheck replays the suite on ClickHouse 26.7 (chDB) and
+// compares the row counts, which proves the same SQL on a current release:
+//
+//	GLASSBOX_CHDB_SUITE=/tmp/suite.jsonl go test -run TestPortableSuite ./internal/chstore/
+//	cd internal/chstore/chdbcheck && npm ci && node check.mjs /tmp/suite.jsonl
+func TestPortableSuite(t *testing.T) {
+	cfg := chtest.Config(t)
+	if strings.Contains(cfg.DSN, "?") {
+		cfg.DSN += "&log_queries=1"
+	} else {
+		cfg.DSN += "?log_queries=1"
+	}
+	ctx := context.Background()
+	s, err := chstore.Open(ctx, cfg)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Migrate(ctx))
+
+	runEveryRead(t, s)
+
+	logged, err := s.LoggedStatements(ctx)
+	require.NoError(t, err)
+	var ddl, alters, selects []suiteStatement
+	for _, st := range logged {
+		switch {
+		case strings.HasPrefix(st.SQL, "CREATE "):
+			ddl = append(ddl, suiteStatement{SQL: st.SQL})
+		case strings.HasPrefix(st.SQL, "ALTER "):
+			alters = append(alters, suiteStatement{SQL: st.SQL})
+		case strings.Contains(st.SQL, "schema_migrations") && strings.HasPrefix(st.SQL, "SELECT "):
+			// Its answer depends on when during Migrate it ran; it only has to run.
+			selects = append(selects, suiteStatement{SQL: st.SQL})
+		case strings.HasPrefix(st.SQL, "SELECT "):
+			rows := st.ResultRows
+			selects = append(selects, suiteStatement{SQL: st.SQL, Rows: &rows})
+			assert.Contains(t, st.SQL, "project_id = '", "every read names its project")
+		}
+	}
+	// Databases first, then tables, then the view that reads them.
+	kind := func(sql string) int {
+		switch {
+		case strings.HasPrefix(sql, "CREATE DATABASE"):
+			return 0
+		case strings.HasPrefix(sql, "CREATE MATERIALIZED VIEW"):
+			return 2
+		}
+		return 1
+	}
+	slices.SortStableFunc(ddl, func(a, b suiteStatement) int { return kind(a.SQL) - kind(b.SQL) })
+	assert.Len(t, ddl, 7, "database, 5 tables, 1 view")
+	assert.Len(t, alters, 3, "the deletion's mutations")
+	assert.Greater(t, len(selects), 40)
+
+	suite := ddl
+	// trace_index is left out: the view fills it from the observations insert.
+	for _, table := range []string{"observations", "deleted_traces", "scores", "schema_migrations"} {
+		insert, err := s.ValuesInsert(ctx, table)
+		require.NoError(t, err)
+		require.NotEmpty(t, insert, table)
+		suite = append(suite, suiteStatement{SQL: insert})
+	}
+	suite = append(append(suite, alters...), selects...)
+
+	path := os.Getenv(portableSuiteEnv)
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "suite.jsonl")
+	}
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	enc := json.NewEncoder(f)
+	for _, st := range suite {
+		require.NoError(t, enc.Encode(st))
+	}
+	require.NoError(t, f.Close())
+	t.Logf("%d statements in %s", len(suite), path)
+}
+
+// runEveryRead stores the test fixtures, deletes one trace and calls every read
+// with each kind of filter.
+func runEveryRead(t *testing.T, s *chstore.Store) {
+	ctx := context.Background()
+	ids := listFixture(t, s)
+	dup := traceOf("proj", "d0d00000000000000000000000000000", base+30*60*second)
+	require.NoError(t, s.InsertObservations(ctx, dup))
+	require.NoError(t, s.InsertObservations(ctx, dup))
+	gone := traceOf("proj", "90e00000000000000000000000000000", base+40*60*second)
+	require.NoError(t, s.InsertObservations(ctx, gone))
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{
+		score("proj", "s1", ids[1]), score("proj", "s2", "90e00000000000000000000000000000"),
+		{ProjectID: "proj", ID: "s3", Timestamp: base, Name: "resolved", Value: 1, DataType: chstore.ScoreBoolean,
+			Source: chstore.SourceEval, SessionID: "s0", QueueID: "q1", Metadata: "{}"},
+	}))
+	require.NoError(t, s.DeleteTraces(ctx, "proj", []string{"90e00000000000000000000000000000"}))
+
+	minute := 60 * second
+	for _, f := range []chstore.TraceFilter{
+		{}, {UserID: "u1"}, {Name: "n0"}, {SessionID: "s1"}, {Tags: []string{"vip"}}, {Environment: []string{"staging"}},
+		{Release: "r1", Version: "v1"}, {From: base + 2*minute, To: base + 9*minute, UserID: "u0"}, {Page: 2, Limit: 5},
+		{OrderBy: chstore.TraceOrder{Field: chstore.TraceOrderName}}, {OrderBy: chstore.TraceOrder{Field: chstore.TraceOrderPublic, Desc: true}},
+	} {
+		f.ProjectID = "proj"
+		_, _, err := s.ListTraces(ctx, f)
+		require.NoError(t, err)
+	}
+	_, err := s.GetTrace(ctx, "proj", "d0d00000000000000000000000000000")
+	require.NoError(t, err)
+	_, err = s.GetTrace(ctx, "proj", "90e00000000000000000000000000000")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Limit: 5})
+	require.NoError(t, err)
+	require.NotNil(t, page.Next)
+	_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Limit: 5, Cursor: page.Next})
+	require.NoError(t, err)
+	_, err = s.ListObservations(ctx, chstore.ObservationFilter{
+		ProjectID: "proj", Page: 1, TraceID: ids[2], Name: "root", UserID: "u2", Type: "SPAN", Level: "DEFAULT",
+		Environment: []string{"production"}, From: base, To: base + 10*minute, Version: "v1",
+	})
+	require.NoError(t, err)
+	_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 1, ParentID: ids[3][:4] + "root"})
+	require.NoError(t, err)
+	_, err = s.GetObservation(ctx, "proj", ids[4][:4]+"kid")
+	require.NoError(t, err)
+
+	_, _, err = s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	_, _, err = s.ListSessions(ctx, chstore.SessionFilter{ProjectID: "proj", From: base, To: base + 5*minute, Environment: []string{"staging"}})
+	require.NoError(t, err)
+	_, err = s.GetSession(ctx, "proj", "s1")
+	require.NoError(t, err)
+
+	_, _, err = s.ListScores(ctx, chstore.ScoreFilter{ProjectID: "proj", TraceID: ids[1], From: base, To: base + minute})
+	require.NoError(t, err)
+	_, _, err = s.SearchScores(ctx, chstore.ScoreSearch{
+		ScoreFilter: chstore.ScoreFilter{ProjectID: "proj"}, IDs: []string{"s1", "s3"}, QueueID: "q1", Operator: ">=", Value: 0.5,
+	})
+	require.NoError(t, err)
+	_, _, err = s.SearchScores(ctx, chstore.ScoreSearch{ScoreFilter: chstore.ScoreFilter{ProjectID: "proj"}, UserID: "u1", TraceTags: []string{"all"}})
+	require.NoError(t, err)
+	_, err = s.GetScore(ctx, "proj", "s1")
+	require.NoError(t, err)
+}
