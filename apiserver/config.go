@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -36,6 +37,11 @@ type Config struct {
 
 	// Media configures the attachments uploaded through the media routes.
 	Media MediaConfig `mapstructure:"media"`
+
+	// Evaluation configures the workers that run evaluator rules, backfills
+	// and prompt experiments. LLM connection keys are sealed with the key in
+	// GLASSBOX_ENCRYPTION_KEY.
+	Evaluation evalworker.Config `mapstructure:"evaluation"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -93,6 +99,7 @@ func NewDefaultConfig() Config {
 		ClickHouse:          ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
 		MaxRequestBodyBytes: httpx.DefaultMaxBodyBytes,
 		Media:               MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
+		Evaluation:          evalworker.NewDefaultConfig(),
 	}
 }
 
@@ -124,6 +131,7 @@ func (cfg *Config) Validate() error {
 	if cfg.Media.MaxContentLength <= 0 {
 		errs = append(errs, errors.New("media.max_content_length must be positive"))
 	}
+	errs = append(errs, cfg.Evaluation.Validate())
 	return errors.Join(errs...)
 }
 

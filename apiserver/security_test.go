@@ -73,6 +73,7 @@ func newServer(t *testing.T) server {
 		Tiers: []pricing.Tier{{Name: "Standard", IsDefault: true, Prices: map[string]float64{"input": 1}}},
 	})
 	require.NoError(t, err)
+	evalSeed = seedEvaluation(t, cp, s.b.ProjectID)
 	cfg := NewDefaultConfig()
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})

@@ -15,7 +15,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/annotations"
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
+	"github.com/glassbox-dev/glassbox/apiserver/evaluations"
+	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
@@ -45,6 +48,7 @@ type Server struct {
 	controlPlane *controlplane.Store
 	clickhouse   *chstore.Store
 	handler      http.Handler
+	worker       *evalworker.Worker // nil when evaluation.enabled is off
 }
 
 var _ apikey.Verifier = (*Server)(nil)
@@ -74,6 +78,11 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err := ch.Migrate(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrate clickhouse: %w", err), ch.Close(), cp.Close())
 	}
+	// A malformed key fails here; Routes then reads the same variable.
+	box, err := secretBox()
+	if err != nil {
+		return nil, errors.Join(err, ch.Close(), cp.Close())
+	}
 	s := &Server{controlPlane: cp, clickhouse: ch}
 	s.handler, err = httpx.NewRouter(Routes(cfg, cp, ch, logger), httpx.Options{
 		Verifier:     cp,
@@ -84,7 +93,19 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
 	}
 	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
+	if cfg.Evaluation.Enabled {
+		if s.worker, err = evalworker.New(cfg.Evaluation, cp, ch, box, logger); err != nil {
+			return nil, errors.Join(err, ch.Close(), cp.Close())
+		}
+		s.worker.Start()
+	}
 	return s, nil
+}
+
+// secretBox seals LLM connection keys with the key in
+// GLASSBOX_ENCRYPTION_KEY; nil when it is unset.
+func secretBox() (*controlplane.SecretBox, error) {
+	return controlplane.SecretBoxFromEnv(os.Getenv)
 }
 
 // Routes is the route table of the API over the given stores; the router
@@ -106,6 +127,9 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, ingestion.Routes(ch, cp, logger)...)
 	routes = append(routes, models.Routes(cp)...)
 	routes = append(routes, projectsettings.Routes(cp)...)
+	box, _ := secretBox() // New has refused a malformed key
+	routes = append(routes, evaluations.Routes(cp, box)...)
+	routes = append(routes, annotations.Routes(cp, ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 
@@ -132,8 +156,11 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close releases both stores.
+// Close stops the evaluation workers and releases both stores.
 func (s *Server) Close() error {
+	if s.worker != nil {
+		s.worker.Stop()
+	}
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) *Config {
@@ -28,6 +29,8 @@ func loadConfig(t *testing.T, file string, id component.ID) *Config {
 func TestLoadConfig(t *testing.T) {
 	defaults := apiserver.NewDefaultConfig()
 	defaults.Listen = ""
+	evaluation := evalworker.NewDefaultConfig()
+	evaluation.Workers, evaluation.MaxAttempts = 8, 3
 	tests := []struct {
 		id       component.ID
 		expected *Config
@@ -49,6 +52,7 @@ func TestLoadConfig(t *testing.T) {
 				InitFromEnv:         true,
 				MaxRequestBodyBytes: 4718592,
 				Media:               apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
+				Evaluation:          evaluation,
 			},
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
@@ -28,6 +29,8 @@ var (
 	_ apikey.Verifier     = (*apiExtension)(nil)
 	_ pricing.ModelSource = (*apiExtension)(nil)
 	_ sampling.Source     = (*apiExtension)(nil)
+	_ evaljobs.RuleSource = (*apiExtension)(nil)
+	_ evaljobs.Enqueuer   = (*apiExtension)(nil)
 )
 
 // errNotRunning is returned by Verify outside Start..Shutdown; it is not
@@ -127,4 +130,22 @@ func (e *apiExtension) ProjectSampling(ctx context.Context) (map[string]sampling
 		return nil, err
 	}
 	return cp.ProjectSampling(ctx)
+}
+
+// ActiveEvalRules serves the evaluator rules to glassbox_evaltap.
+func (e *apiExtension) ActiveEvalRules(ctx context.Context) ([]evaljobs.Rule, error) {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return nil, err
+	}
+	return cp.ActiveEvalRules(ctx)
+}
+
+// EnqueueEvalJobs takes glassbox_evaltap's jobs into the durable queue.
+func (e *apiExtension) EnqueueEvalJobs(ctx context.Context, jobs []evaljobs.Job) error {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return err
+	}
+	return cp.EnqueueEvalJobs(ctx, jobs)
 }

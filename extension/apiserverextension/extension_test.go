@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
@@ -205,4 +207,36 @@ func TestServesProcessorSources(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, gotModels["proj"], 1)
 	assert.Equal(t, "house-model", gotModels["proj"][0].Name)
+}
+
+func TestServesEvaluatorRulesAndTakesJobs(t *testing.T) {
+	ext := newExtension(t, testConfig(t))
+	source, ok := ext.(interface {
+		evaljobs.RuleSource
+		evaljobs.Enqueuer
+	})
+	require.True(t, ok, "glassbox_evaltap reads rules and queues jobs through the extension")
+	ctx := context.Background()
+	_, err := source.ActiveEvalRules(ctx)
+	require.ErrorIs(t, err, errNotRunning)
+	require.ErrorIs(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: "r", TraceID: "t"}}), errNotRunning)
+
+	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
+	cp := ext.(*apiExtension).server.Load().ControlPlane()
+	e, err := cp.CreateEvaluator(ctx, "proj", controlplane.NewEvaluator{Name: "one", Kind: controlplane.EvaluatorCEL, ScoreName: "one",
+		Output: controlplane.ScoreOutput{DataType: controlplane.ScoreNumeric}, Expression: "1"})
+	require.NoError(t, err)
+	rule, err := cp.CreateEvalRule(ctx, "proj", controlplane.NewEvalRule{Name: "all", EvaluatorID: e.ID, Target: evaljobs.TargetTrace})
+	require.NoError(t, err)
+
+	rules, err := source.ActiveEvalRules(ctx)
+	require.NoError(t, err)
+	require.Len(t, rules, 1)
+	assert.Equal(t, rule.ID, rules[0].ID)
+	require.NoError(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: rule.ID, TraceID: "t", Due: time.Now().Add(time.Hour)}}))
+	jobs, total, err := cp.ListEvalJobs(ctx, "proj", controlplane.EvalJobFilter{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, 1, total)
+	assert.Equal(t, "t", jobs[0].TraceID)
 }
