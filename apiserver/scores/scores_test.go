@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
@@ -18,7 +19,7 @@ func setup(t *testing.T) (http.Handler, apitest.Tenant, apitest.Tenant) {
 	cp := apitest.ControlPlane(t)
 	ch := chtest.Store(t)
 	a, b := apitest.Seed(t, cp, "a"), apitest.Seed(t, cp, "b")
-	h, err := httpx.NewRouter(Routes(ch, cp), httpx.Options{Verifier: cp})
+	h, err := httpx.NewRouter(Routes(ch, cp), httpx.Options{Verifier: cp, Logger: zaptest.NewLogger(t)})
 	require.NoError(t, err)
 	return h, a, b
 }
