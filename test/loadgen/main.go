@@ -169,8 +169,10 @@ func quantileMillis(sorted []time.Duration, q float64) float64 {
 	return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
 }
 
-// buildRequest returns one protobuf export of n spans forming n/4 traces of an
-// agent run: a root agent span, a generation, a tool call and a nested span.
+// buildRequest returns one protobuf export of n spans in traces of four.
+// The agent mix is an agent run (~1.4 KB a span on the wire): a root agent
+// span, a generation, a tool call and a nested span. The generation mix is
+// four LLM calls a trace, each with ~6 KB of chat input and output.
 func buildRequest(mix string, n int) ([]byte, int) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -191,6 +193,11 @@ func buildRequest(mix string, n int) ([]byte, int) {
 		_, _ = rand.Read(id[:])
 		s.SetTraceID(traceID)
 		s.SetSpanID(id)
+		if i%4 == 0 {
+			rootID = id
+		} else {
+			s.SetParentSpanID(rootID)
+		}
 		start := now.Add(time.Duration(i) * time.Millisecond)
 		s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
 		s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(120 * time.Millisecond)))
@@ -198,59 +205,65 @@ func buildRequest(mix string, n int) ([]byte, int) {
 		a.PutStr("user.id", fmt.Sprintf("user-%d", i%50))
 		a.PutStr("session.id", fmt.Sprintf("session-%d", i%200))
 		a.PutStr("langfuse.environment", "production")
+		a.PutStr("langfuse.trace.name", "support-agent")
 		tags := a.PutEmptySlice("langfuse.trace.tags")
 		tags.AppendEmpty().SetStr("bench")
 		tags.AppendEmpty().SetStr(mix)
 		a.PutStr("langfuse.trace.metadata.tenant", "acme")
+		if mix == "generation" {
+			s.SetName("chat-completion")
+			putGeneration(a, 2900)
+			continue
+		}
 		switch i % 4 {
 		case 0:
-			rootID = id
 			s.SetName("agent-run")
-			a.PutStr("langfuse.trace.name", "support-agent")
 			a.PutStr("langfuse.observation.type", "agent")
-			a.PutStr("langfuse.observation.input", `{"question":"How do I reset my password? I tried the link in the email but it expired."}`)
-			a.PutStr("langfuse.observation.output", `{"answer":"Open Settings, choose Security, then Reset password; the new link is valid for one hour."}`)
+			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"question": text(420)}))
+			a.PutStr("langfuse.observation.output", jsonText(map[string]string{"answer": text(420)}))
 		case 1:
-			s.SetParentSpanID(rootID)
 			s.SetName("chat-completion")
-			a.PutStr("langfuse.observation.type", "generation")
-			a.PutStr("langfuse.observation.model.name", "gpt-4o-mini")
-			a.PutStr("langfuse.observation.model.parameters", `{"temperature":0.2,"max_tokens":512}`)
-			a.PutStr("langfuse.observation.usage_details", `{"input":812,"output":96,"total":908}`)
-			a.PutStr("langfuse.observation.prompt.name", "support/answer")
-			a.PutInt("langfuse.observation.prompt.version", 3)
-			in, out := generationIO(mix)
-			a.PutStr("langfuse.observation.input", in)
-			a.PutStr("langfuse.observation.output", out)
+			putGeneration(a, 330)
 		case 2:
-			s.SetParentSpanID(rootID)
 			s.SetName("kb-search")
 			a.PutStr("langfuse.observation.type", "tool")
-			a.PutStr("langfuse.observation.input", `{"query":"reset password link expired","top_k":5}`)
-			a.PutStr("langfuse.observation.output", `{"hits":["kb-112","kb-413","kb-77"]}`)
+			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"query": text(300)}))
+			a.PutStr("langfuse.observation.output", jsonText(map[string][]string{"hits": {text(200), text(200), text(200)}}))
 		case 3:
-			s.SetParentSpanID(rootID)
 			s.SetName("rerank")
 			a.PutStr("langfuse.observation.metadata.reranker", "bm25")
-			a.PutStr("langfuse.observation.input", `{"candidates":3}`)
+			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"candidates": text(500)}))
+			a.PutStr("langfuse.observation.output", jsonText(map[string]string{"order": text(200)}))
 		}
 	}
 	body, _ := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	return body, n
 }
 
-// generationIO returns chat input/output JSON; the generation mix carries
-// about 6 KB per span, the agent mix a short exchange.
-func generationIO(mix string) (string, string) {
-	size := 200
-	if mix == "generation" {
-		size = 2800
-	}
-	filler := strings.Repeat("The customer asked about account recovery and billing. ", size/56+1)[:size]
-	in, _ := json.Marshal([]map[string]string{
-		{"role": "system", "content": "You are a helpful support agent. " + filler},
+// putGeneration sets the attributes of an LLM call whose input and output
+// each carry about ioBytes of text.
+func putGeneration(a pcommon.Map, ioBytes int) {
+	a.PutStr("langfuse.observation.type", "generation")
+	a.PutStr("langfuse.observation.model.name", "gpt-4o-mini")
+	a.PutStr("langfuse.observation.model.parameters", `{"temperature":0.2,"max_tokens":512}`)
+	a.PutStr("langfuse.observation.usage_details", `{"input":812,"output":96,"total":908}`)
+	a.PutStr("langfuse.observation.prompt.name", "support/answer")
+	a.PutInt("langfuse.observation.prompt.version", 3)
+	a.PutStr("langfuse.observation.input", jsonText([]map[string]string{
+		{"role": "system", "content": "You are a helpful support agent. " + text(ioBytes-80)},
 		{"role": "user", "content": "How do I reset my password?"},
-	})
-	out, _ := json.Marshal(map[string]string{"role": "assistant", "content": filler})
-	return string(in), string(out)
+	}))
+	a.PutStr("langfuse.observation.output", jsonText(map[string]string{"role": "assistant", "content": text(ioBytes)}))
+}
+
+const prose = "The customer asked about account recovery, billing cycles and the expired reset link. "
+
+// text returns n bytes of prose.
+func text(n int) string {
+	return strings.Repeat(prose, n/len(prose)+1)[:n]
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
