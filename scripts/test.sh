@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-test.XXXXXX")
+# PostgreSQL runs as its own OS user when started as root; it must reach its directory.
+chmod 755 "$work"
 cleanup() {
   ./scripts/clickhouse.sh stop "$work/clickhouse" >/dev/null 2>&1 || true
   ./scripts/postgres.sh stop "$work/postgres" >/dev/null 2>&1 || true
@@ -17,9 +19,10 @@ trap cleanup EXIT
 
 echo "== servers"
 ch_tcp=$(free_port); ch_http=$(free_port)
-export GLASSBOX_TEST_CLICKHOUSE_DSN=$(./scripts/clickhouse.sh start "$work/clickhouse" "$ch_tcp" "$ch_http" | tail -n 1)
+ch_dsn=$(./scripts/clickhouse.sh start "$work/clickhouse" "$ch_tcp" "$ch_http" | tail -n 1)
 pg_port=$(free_port)
-export GLASSBOX_TEST_POSTGRES_DSN=$(./scripts/postgres.sh start "$work/postgres" "$pg_port" | tail -n 1)
+pg_dsn=$(./scripts/postgres.sh start "$work/postgres" "$pg_port" | tail -n 1)
+export GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn GLASSBOX_TEST_POSTGRES_DSN=$pg_dsn
 echo "clickhouse: $GLASSBOX_TEST_CLICKHOUSE_DSN"
 echo "postgres:   $GLASSBOX_TEST_POSTGRES_DSN"
 # Lets tests that need a server of their own (outage tests) start one the same way.
