@@ -101,17 +101,9 @@ func (s *Store) appliedVersions(ctx context.Context) (map[uint32]bool, error) {
 }
 
 func (s *Store) recordVersion(ctx context.Context, version uint32) error {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.ddl.local(migrationsTable)+" (version, applied_at)")
+	err := s.insert(ctx, s.ddl.local(migrationsTable), []string{"version", "applied_at"}, 1,
+		func(int) []any { return []any{version, time.Now().UTC()} })
 	if err != nil {
-		return fmt.Errorf("record schema version %d: %w", version, err)
-	}
-	defer batch.Close()
-	if err := batch.Append(version, time.Now().UTC()); err != nil {
-		return fmt.Errorf("record schema version %d: %w", version, err)
-	}
-	if err := batch.Send(); err != nil {
 		return fmt.Errorf("record schema version %d: %w", version, err)
 	}
 	return nil
@@ -147,7 +139,7 @@ func addColumn(t table, column, typ string) step {
 		}
 		for _, stmt := range s.ddl.addColumn(t, column, typ) {
 			err := s.exec(ctx, stmt)
-			if err != nil && !isException(err, "already exists", codeDuplicateColumn, codeIllegalColumn) {
+			if err != nil && !isException(err, "already exists", codeDuplicateColumn, codeIllegalColumn, codeTableAlreadyExists) {
 				return fmt.Errorf("add column %s.%s: %w", t.name, column, err)
 			}
 		}

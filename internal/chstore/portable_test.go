@@ -34,7 +34,10 @@ type suiteStatement struct {
 //	GLASSBOX_CHDB_SUITE=/tmp/suite.jsonl go test -run TestPortableSuite ./internal/chstore/
 //	cd internal/chstore/chdbcheck && npm ci && node check.mjs /tmp/suite.jsonl
 func TestPortableSuite(t *testing.T) {
+	// chDB replays single-server DDL, so this layout is single-server even
+	// when the other tests run against a cluster.
 	cfg := chtest.Config(t)
+	cfg.Cluster, cfg.ReplicatedEngines = "", false
 	if strings.Contains(cfg.DSN, "?") {
 		cfg.DSN += "&log_queries=1"
 	} else {

@@ -218,11 +218,18 @@ func (d ddl) createTraceIndexView() []string {
 		quote(d.db)+"."+quote("trace_index_mv"), d.onCluster(), d.local(traceIndexTable), d.local(observationsTable))}
 }
 
-// addColumn renders ALTER statements that add a column to t (both the local
-// and the Distributed table in cluster mode).
+// addColumn renders the statements that add a column to t, the local and, in
+// cluster mode, the Distributed table. 18.16 refuses ALTER ON CLUSTER of a
+// non-replicated table when the cluster's shards have replicas, so with
+// Replicated engines the Distributed table, which holds no data, is re-created
+// over the altered local table instead.
 func (d ddl) addColumn(t table, column, typ string) []string {
 	stmts := []string{fmt.Sprintf("ALTER TABLE %s%s ADD COLUMN %s %s", d.local(t), d.onCluster(), quote(column), typ)}
-	if d.distributed(t) {
+	switch {
+	case !d.distributed(t):
+	case d.replicated:
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+d.name(t)+d.onCluster(), d.createTable(t)[1])
+	default:
 		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s%s ADD COLUMN %s %s", d.name(t), d.onCluster(), quote(column), typ))
 	}
 	return stmts

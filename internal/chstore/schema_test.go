@@ -46,6 +46,11 @@ func TestDDLCluster(t *testing.T) {
 
 func TestDDLReplicated(t *testing.T) {
 	d := ddl{db: "gb", cluster: "c1", replicated: true}
+	assert.Equal(t, []string{
+		"ALTER TABLE `gb`.`observations_local` ON CLUSTER `c1` ADD COLUMN `note` String",
+		"DROP TABLE IF EXISTS `gb`.`observations` ON CLUSTER `c1`",
+		d.createTable(observationsTable)[1],
+	}, d.addColumn(observationsTable, "note", "String"))
 	assert.Contains(t, d.createTable(observationsTable)[0],
 		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/gb/observations_local', '{replica}', event_ts)")
 	assert.Contains(t, d.createTable(traceIndexTable)[0],

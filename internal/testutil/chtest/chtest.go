@@ -16,6 +16,15 @@ import (
 // e.g. clickhouse://127.0.0.1:19000.
 const DSNEnv = "GLASSBOX_TEST_CLICKHOUSE_DSN"
 
+// ClusterEnv and ReplicatedEnv run the tests against a ClickHouse cluster:
+// the cluster name for ON CLUSTER DDL, and "true" for Replicated engines. A
+// cluster DSN should set insert_distributed_sync=1 so that reads see inserts
+// at once.
+const (
+	ClusterEnv    = "GLASSBOX_TEST_CLICKHOUSE_CLUSTER"
+	ReplicatedEnv = "GLASSBOX_TEST_CLICKHOUSE_REPLICATED"
+)
+
 // DSN returns the test server's DSN. Without one the test is skipped, or
 // fails when CI=true, because CI must never skip.
 func DSN(t testing.TB) string {
@@ -34,7 +43,13 @@ func DSN(t testing.TB) string {
 // that is dropped when the test ends. Nothing is created yet.
 func Config(t testing.TB) chstore.Config {
 	t.Helper()
-	cfg := chstore.Config{DSN: DSN(t), Database: uniqueName(), QueryTimeout: 30 * time.Second}
+	cfg := chstore.Config{
+		DSN:               DSN(t),
+		Database:          uniqueName(),
+		Cluster:           os.Getenv(ClusterEnv),
+		ReplicatedEngines: os.Getenv(ReplicatedEnv) == "true",
+		QueryTimeout:      30 * time.Second,
+	}
 	t.Cleanup(func() { dropDatabase(t, cfg) })
 	return cfg
 }
