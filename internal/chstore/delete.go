@@ -33,20 +33,10 @@ func (s *Store) DeleteTraces(ctx context.Context, projectID string, traceIDs []s
 }
 
 func (s *Store) insertTombstones(ctx context.Context, projectID string, traceIDs []string) error {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	batch, err := s.conn.PrepareBatch(ctx, insertInto(s.ddl.name(deletedTracesTable), []string{"project_id", "trace_id", "deleted_at"}))
-	if err != nil {
-		return fmt.Errorf("prepare trace tombstones: %w", err)
-	}
-	defer batch.Close()
 	now := time.Now().UTC()
-	for _, id := range traceIDs {
-		if err := batch.Append(projectID, id, now); err != nil {
-			return fmt.Errorf("trace tombstone %s: %w", id, err)
-		}
-	}
-	if err := batch.Send(); err != nil {
+	err := s.insert(ctx, s.ddl.name(deletedTracesTable), []string{"project_id", "trace_id", "deleted_at"}, len(traceIDs),
+		func(i int) []any { return []any{projectID, traceIDs[i], now} })
+	if err != nil {
 		return fmt.Errorf("write %d trace tombstones: %w", len(traceIDs), err)
 	}
 	return nil

@@ -59,15 +59,8 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 			return err
 		}
 	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	batch, err := s.conn.PrepareBatch(ctx, insertInto(s.ddl.name(observationsTable), observationInsertColumns))
-	if err != nil {
-		return fmt.Errorf("prepare observations insert: %w", err)
-	}
-	defer batch.Close()
 	storedAt := uint64(time.Now().UnixMicro())
-	for i := range obs {
+	err := s.insert(ctx, s.ddl.name(observationsTable), observationInsertColumns, len(obs), func(i int) []any {
 		o := &obs[i]
 		usageKeys, usageValues := sortedPairs(o.UsageDetails)
 		costKeys, costValues := sortedPairs(o.CostDetails)
@@ -75,7 +68,7 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 		if tags == nil {
 			tags = []string{}
 		}
-		err := batch.Append(
+		return []any{
 			o.ProjectID, o.TraceID, o.ID, o.ParentID, o.Type, o.Name,
 			time.Unix(o.StartTime/1e6, 0).UTC(), o.StartTime, o.EndTime, o.CompletionStartTime,
 			o.Level, o.StatusMessage, o.Input, o.Output, jsonObject(o.Metadata),
@@ -83,12 +76,9 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 			o.PromptName, o.PromptVersion, o.Environment, o.Release, o.Version,
 			o.TraceName, o.UserID, o.SessionID, tags, boolByte(o.Public), jsonObject(o.TraceMetadata), o.TraceInput, o.TraceOutput, boolByte(o.IsRoot),
 			o.ServiceName, o.ScopeName, o.ScopeVersion, o.SampleRate, storedAt,
-		)
-		if err != nil {
-			return fmt.Errorf("%w: observation %s: %w", ErrInvalid, o.ID, err)
 		}
-	}
-	if err := batch.Send(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("insert %d observations: %w", len(obs), err)
 	}
 	return nil

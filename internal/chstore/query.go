@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 )
 
@@ -63,4 +64,30 @@ func anySlice[T any](vs []T) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// insert sends n rows as one batch INSERT with an explicit column list; row
+// returns the values of row i in column order.
+//
+// clickhouse-go's batch Send closes its connection when the batch context
+// ends, from a goroutine that can notice the end only after Send has handed
+// the connection back to the pool, where another call may already use it. So
+// the driver gets a context detached from the caller's that ends only at its
+// deadline, long after that goroutine is gone; the caller's cancellation still
+// reaches it while the insert runs.
+func (s *Store) insert(ctx context.Context, table string, columns []string, n int, row func(i int) []any) error {
+	batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
+	detach := context.AfterFunc(ctx, cancel)
+	defer detach()
+	batch, err := s.conn.PrepareBatch(batchCtx, insertInto(table, columns))
+	if err != nil {
+		return fmt.Errorf("prepare insert: %w", err)
+	}
+	defer batch.Close()
+	for i := range n {
+		if err := batch.Append(row(i)...); err != nil {
+			return fmt.Errorf("%w: row %d: %w", ErrInvalid, i, err)
+		}
+	}
+	return batch.Send()
 }

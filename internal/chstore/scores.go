@@ -58,26 +58,16 @@ func (s *Store) InsertScores(ctx context.Context, scores []Score) error {
 			return err
 		}
 	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	batch, err := s.conn.PrepareBatch(ctx, insertInto(s.ddl.name(scoresTable), scoreInsertColumns))
-	if err != nil {
-		return fmt.Errorf("prepare scores insert: %w", err)
-	}
-	defer batch.Close()
 	storedAt := uint64(time.Now().UnixMicro())
-	for i := range scores {
+	err := s.insert(ctx, s.ddl.name(scoresTable), scoreInsertColumns, len(scores), func(i int) []any {
 		sc := &scores[i]
-		err := batch.Append(
+		return []any{
 			sc.ProjectID, sc.ID, time.Unix(sc.Timestamp/1e6, 0).UTC(), sc.Timestamp, sc.Name, sc.Value, sc.StringValue, sc.DataType, sc.Source,
 			sc.Comment, jsonObject(sc.Metadata), sc.ConfigID, sc.QueueID, sc.AuthorUserID, sc.Environment,
 			sc.TraceID, sc.ObservationID, sc.SessionID, sc.DatasetRunID, storedAt,
-		)
-		if err != nil {
-			return fmt.Errorf("%w: score %s: %w", ErrInvalid, sc.ID, err)
 		}
-	}
-	if err := batch.Send(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("insert %d scores: %w", len(scores), err)
 	}
 	return nil
