@@ -75,6 +75,8 @@ func newServer(t *testing.T) server {
 	require.NoError(t, err)
 	evalSeed = seedEvaluation(t, cp, s.b.ProjectID)
 	cfg := NewDefaultConfig()
+	cfg.Media.Dir = t.TempDir()
+	dataSeed = seedData(t, cp, s.b, cfg.Media.Dir, evalSeed.scoreConfig)
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})
 	require.NoError(t, err)
@@ -224,6 +226,7 @@ func TestSecurityMatrix(t *testing.T) {
 	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/projects/"+s.b.ProjectID+"/apiKeys", s.b.OrgAuth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), s.b.ProjectKeyID)
+	assertDataOfBWhole(t, s)
 }
 
 // A trace id used by two projects is two traces: each key sees, and
