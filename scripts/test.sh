@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: starts a private ClickHouse and PostgreSQL on free ports under a
-# temporary directory, installs the SDK test packages, builds the binaries, runs
+# temporary directory, installs the SDK test packages, builds the binaries,
+# replays the ClickHouse schema and queries on ClickHouse 26.7 (chDB), runs
 # every Go test (unit, integration, end-to-end with the official Langfuse JS SDK
 # and the OTel Go SDK), then stops the servers.
 set -euo pipefail
@@ -30,6 +31,7 @@ export GLASSBOX_CLICKHOUSE_SCRIPT=$PWD/scripts/clickhouse.sh
 
 echo "== node packages"
 ensure_node_modules test/sdk
+ensure_node_modules internal/chstore/chdbcheck
 
 echo "== build"
 ./scripts/build.sh
@@ -39,6 +41,10 @@ export GLASSBOX_SDK_DIR=$PWD/test/sdk
 echo "== lint"
 make --no-print-directory lint
 ./scripts/check-versions.sh
+
+echo "== schema and queries on ClickHouse 26.7 (chDB)"
+GLASSBOX_CHDB_SUITE=$work/chdb-suite.jsonl go test -count=1 -run TestPortableSuite ./internal/chstore/
+(cd internal/chstore/chdbcheck && node check.mjs "$work/chdb-suite.jsonl")
 
 echo "== go test"
 go test -count=1 -timeout 30m ./... 2>&1 | tee "$work/go-test.log"
