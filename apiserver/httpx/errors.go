@@ -64,6 +64,7 @@ var (
 	errInternal           = &Error{Status: http.StatusInternalServerError, Name: nameInternal, Message: "Internal Server Error"}
 	errMethodNotAllowed   = &Error{Status: http.StatusMethodNotAllowed, Name: nameMethodNotAllowed, Message: "Method not allowed"}
 	errRouteNotFound      = NotFound("Route not found")
+	errScopeForbidden     = Forbidden("Access denied - insufficient permissions for this endpoint")
 )
 
 func payloadTooLarge(limit int64) *Error {

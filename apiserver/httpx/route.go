@@ -19,7 +19,16 @@ const (
 	// OrganizationKey routes manage an organization's projects and keys;
 	// project keys are refused with 403.
 	OrganizationKey
+	// ProjectOrScoresKey routes take a project key, or a project's public
+	// key alone (Bearer), which grants only the scores scope: the handler
+	// must refuse anything but writing scores when ScoresOnly says so. Every
+	// other route answers a public key alone with 403.
+	ProjectOrScoresKey
 )
+
+// ScopeScores is the scope of a request authenticated by a public key
+// alone: it may write scores to the key's project and nothing else.
+const ScopeScores apikey.Scope = "scores"
 
 // Handler answers one route. It returns the response body, written as JSON
 // with status 200 (or the status given by WithStatus), or an error: an *Error
@@ -98,10 +107,15 @@ func Principal(ctx context.Context) apikey.Principal {
 	return p
 }
 
-// ProjectID returns the project of the request's key. On ProjectKey routes the
-// router guarantees it is not empty.
+// ProjectID returns the project of the request's key. On ProjectKey and
+// ProjectOrScoresKey routes the router guarantees it is not empty.
 func ProjectID(r *http.Request) string {
 	return Principal(r.Context()).ProjectID
+}
+
+// ScoresOnly reports whether the request holds only the scores scope.
+func ScoresOnly(r *http.Request) bool {
+	return Principal(r.Context()).Scope == ScopeScores
 }
 
 func withPrincipal(ctx context.Context, p apikey.Principal) context.Context {

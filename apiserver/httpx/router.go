@@ -1,6 +1,7 @@
 package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,17 +19,26 @@ import (
 // matches the 1 MB that Langfuse's JSON routes accept.
 const DefaultMaxBodyBytes = 1 << 20
 
+// KeyVerifier checks the credentials of requests: key pairs (Basic) and
+// public keys alone (Bearer).
+type KeyVerifier interface {
+	apikey.Verifier
+	// VerifyPublicKey returns the principal of a live key; unknown and
+	// revoked keys are apikey.ErrInvalidCredentials.
+	VerifyPublicKey(ctx context.Context, publicKey string) (apikey.Principal, error)
+}
+
 // Options configures NewRouter.
 type Options struct {
-	// Verifier checks the key pair of every non-public route.
-	Verifier apikey.Verifier
+	// Verifier checks the credentials of every non-public route.
+	Verifier KeyVerifier
 	Logger   *zap.Logger
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
 }
 
 type router struct {
-	verifier apikey.Verifier
+	verifier KeyVerifier
 	logger   *zap.Logger
 	maxBody  int64
 }
@@ -178,23 +188,23 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 }
 
 func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal, *Error) {
-	publicKey, secretKey, err := apikey.ParseBasic(r.Header.Get("Authorization"))
+	header := r.Header.Get("Authorization")
+	if scheme, token, ok := strings.Cut(header, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return rt.authenticatePublicKey(r, access, strings.TrimSpace(token))
+	}
+	publicKey, secretKey, err := apikey.ParseBasic(header)
 	if errors.Is(err, apikey.ErrMissingCredentials) {
 		return apikey.Principal{}, unauthorized("No authorization header")
 	}
 	if err != nil {
 		return apikey.Principal{}, unauthorized("Invalid authorization header, expected Basic base64(publicKey:secretKey)")
 	}
-	p, err := rt.verifier.Verify(r.Context(), publicKey, secretKey)
-	switch {
-	case errors.Is(err, apikey.ErrInvalidCredentials):
-		return apikey.Principal{}, unauthorized("Invalid credentials")
-	case err != nil:
-		rt.logger.Warn("API key verification failed", zap.Error(err))
-		return apikey.Principal{}, errServiceUnavailable
+	p, apiErr := rt.verified(rt.verifier.Verify(r.Context(), publicKey, secretKey))
+	if apiErr != nil {
+		return apikey.Principal{}, apiErr
 	}
 	switch access {
-	case ProjectKey:
+	case ProjectKey, ProjectOrScoresKey:
 		if p.Scope != apikey.ScopeProject || p.ProjectID == "" {
 			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires a project API key, not an organization key")
 		}
@@ -202,6 +212,37 @@ func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal
 		if p.Scope != apikey.ScopeOrganization || p.OrganizationID == "" {
 			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires an organization API key, not a project key")
 		}
+	}
+	return p, nil
+}
+
+// authenticatePublicKey serves `Bearer <publicKey>`: the key is checked like
+// any other, but since a public key is no secret it grants only the scores
+// scope of its project, on the routes that accept it.
+func (rt *router) authenticatePublicKey(r *http.Request, access Access, publicKey string) (apikey.Principal, *Error) {
+	if publicKey == "" {
+		return apikey.Principal{}, unauthorized("Invalid authorization header, expected Bearer <publicKey>")
+	}
+	p, apiErr := rt.verified(rt.verifier.VerifyPublicKey(r.Context(), publicKey))
+	if apiErr != nil {
+		return apikey.Principal{}, apiErr
+	}
+	if access != ProjectOrScoresKey || p.Scope != apikey.ScopeProject || p.ProjectID == "" {
+		return apikey.Principal{}, errScopeForbidden
+	}
+	p.Scope = ScopeScores
+	return p, nil
+}
+
+// verified turns the outcome of a key lookup into a principal or the error
+// the client sees: 401 for bad credentials, 503 when the store failed.
+func (rt *router) verified(p apikey.Principal, err error) (apikey.Principal, *Error) {
+	switch {
+	case errors.Is(err, apikey.ErrInvalidCredentials):
+		return apikey.Principal{}, unauthorized("Invalid credentials")
+	case err != nil:
+		rt.logger.Warn("API key verification failed", zap.Error(err))
+		return apikey.Principal{}, errServiceUnavailable
 	}
 	return p, nil
 }

@@ -37,6 +37,16 @@ func (f fakeVerifier) Verify(_ context.Context, public, secret string) (apikey.P
 	return apikey.Principal{}, apikey.ErrInvalidCredentials
 }
 
+func (f fakeVerifier) VerifyPublicKey(ctx context.Context, public string) (apikey.Principal, error) {
+	switch public {
+	case "pk-project":
+		return f.Verify(ctx, public, "sk-project")
+	case "pk-org":
+		return f.Verify(ctx, public, "sk-org")
+	}
+	return f.Verify(ctx, public, "")
+}
+
 func basic(public, secret string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(public+":"+secret))
 }
@@ -65,6 +75,9 @@ func testRoutes() []Route {
 			}
 			return WithStatus(http.StatusCreated, body), nil
 		}},
+		{Method: http.MethodPost, Path: "/api/public/scores", Access: ProjectOrScoresKey, Handler: func(r *http.Request) (any, error) {
+			return map[string]any{"project": ProjectID(r), "scoresOnly": ScoresOnly(r)}, nil
+		}},
 		{Method: http.MethodGet, Path: "/api/public/org", Access: OrganizationKey, Handler: func(r *http.Request) (any, error) {
 			return echo{Org: Principal(r.Context()).OrganizationID}, nil
 		}},
@@ -79,7 +92,7 @@ func testRoutes() []Route {
 	}
 }
 
-func newTestRouter(t *testing.T, v apikey.Verifier) (http.Handler, *observer.ObservedLogs) {
+func newTestRouter(t *testing.T, v KeyVerifier) (http.Handler, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.InfoLevel)
 	h, err := NewRouter(testRoutes(), Options{Verifier: v, Logger: zap.New(core), MaxBodyBytes: 64})
 	require.NoError(t, err)
@@ -120,7 +133,11 @@ func TestRouterAuth(t *testing.T) {
 		message            string
 	}{
 		{"no header", "/api/public/things/t1", "", 401, "No authorization header. Confirm that you've configured the correct host."},
-		{"bearer", "/api/public/things/t1", "Bearer pk-project", 401, "Invalid authorization header, expected Basic base64(publicKey:secretKey). Confirm that you've configured the correct host."},
+		{"other scheme", "/api/public/things/t1", "Token pk-project", 401, "Invalid authorization header, expected Basic base64(publicKey:secretKey). Confirm that you've configured the correct host."},
+		{"public key alone on a project route", "/api/public/things/t1", "Bearer pk-project", 403, "Access denied - insufficient permissions for this endpoint"},
+		{"public key alone on an org route", "/api/public/org", "Bearer pk-org", 403, "Access denied - insufficient permissions for this endpoint"},
+		{"unknown public key", "/api/public/things/t1", "Bearer pk-unknown", 401, "Invalid credentials. Confirm that you've configured the correct host."},
+		{"empty bearer", "/api/public/things/t1", "Bearer ", 401, "Invalid authorization header, expected Bearer <publicKey>. Confirm that you've configured the correct host."},
 		{"wrong secret", "/api/public/things/t1", basic("pk-project", "nope"), 401, "Invalid credentials. Confirm that you've configured the correct host."},
 		{"org key on project route", "/api/public/things/t1", org, 403, "Access denied - this endpoint requires a project API key, not an organization key"},
 		{"project key on org route", "/api/public/org", project, 403, "Access denied - this endpoint requires an organization API key, not a project key"},
@@ -145,6 +162,39 @@ func TestRouterAuth(t *testing.T) {
 	code, body, _ = do(t, h, http.MethodGet, "/api/public/open", "", "")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "yes", body["ok"])
+}
+
+// A public key alone (Bearer) grants the scores scope, on the routes that
+// take it; a key pair there keeps its full project scope.
+func TestRouterScoresScope(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	code, body, _ := do(t, h, http.MethodPost, "/api/public/scores", "Bearer pk-project", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"project": "p1", "scoresOnly": true}, body)
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", "bearer  pk-project ", "")
+	assert.Equal(t, http.StatusOK, code, "the scheme is case-insensitive, the token trimmed")
+	assert.Equal(t, true, body["scoresOnly"])
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", basic("pk-project", "sk-project"), "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"project": "p1", "scoresOnly": false}, body)
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", "Bearer pk-org", "")
+	assert.Equal(t, http.StatusForbidden, code, "an organization key has no project to score")
+	assert.Equal(t, "ForbiddenError", body["error"])
+
+	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", basic("pk-org", "sk-org"), "")
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Equal(t, "Access denied - this endpoint requires a project API key, not an organization key", body["message"])
+
+	code, _, _ = do(t, h, http.MethodPost, "/api/public/scores", "Bearer pk-unknown", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+
+	h, logs := newTestRouter(t, fakeVerifier{down: true})
+	code, _, _ = do(t, h, http.MethodPost, "/api/public/scores", "Bearer pk-project", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, 1, logs.FilterMessage("API key verification failed").Len())
 }
 
 func TestRouterStoreOutageIs503(t *testing.T) {

@@ -72,7 +72,7 @@ type handler struct {
 func Routes(store Store, configs scores.Configs, logger *zap.Logger) []httpx.Route {
 	h := handler{store: store, builder: scores.Builder{Configs: configs}, logger: logger}
 	return []httpx.Route{{
-		Method: http.MethodPost, Path: "/api/public/ingestion", Access: httpx.ProjectKey, Handler: h.ingest,
+		Method: http.MethodPost, Path: "/api/public/ingestion", Access: httpx.ProjectOrScoresKey, Handler: h.ingest,
 		Doc: httpx.Doc{OperationID: "ingestion_batch", Tag: "Ingestion", Body: Request{}, Response: Response{},
 			Status: http.StatusMultiStatus,
 			Summary: "Store a batch of events (score-create; trace-, span-, generation- and event- events of older SDKs); " +
@@ -124,6 +124,7 @@ func (h handler) ingest(r *http.Request) (any, error) {
 		return nil, httpx.BadRequest("Invalid request data: batch is required, an array of events")
 	}
 	res := &results{resp: Response{Successes: []Success{}, Errors: []Failure{}}}
+	scoresOnly := httpx.ScoresOnly(r)
 	var scoreEvents, observationEvents []event
 	for i, raw := range req.Batch {
 		ev, ok := parseEnvelope(raw, i, res)
@@ -133,6 +134,9 @@ func (h handler) ingest(r *http.Request) (any, error) {
 		switch {
 		case ev.typ == "score-create":
 			scoreEvents = append(scoreEvents, ev)
+		case scoresOnly:
+			// A public key alone may write scores and nothing else.
+			res.fail(ev.id, http.StatusUnauthorized, "Authentication error", "Access Scope Denied")
 		case ev.typ == "sdk-log":
 			h.logger.Debug("SDK log event", zap.String("project", httpx.ProjectID(r)), zap.ByteString("body", ev.body))
 			res.ok(ev.id)

@@ -292,3 +292,31 @@ func TestOddBodies(t *testing.T) {
 		assert.Contains(t, []int{http.StatusBadRequest, http.StatusMultiStatus}, rec.Code, body)
 	}
 }
+
+// A public key alone stores the batch's scores and nothing else: every other
+// event fails on its own with 401, as Langfuse answers it.
+func TestPublicKeyAloneWritesOnlyScores(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	resp := send(t, f, f.a.ProjectBearer,
+		envelopeOf("e-score", "score-create", "2025-05-01T10:00:00.000Z", ev{"id": "bearer-score", "traceId": "t1", "name": "thumbs", "value": 1}),
+		envelopeOf("e-trace", "trace-create", "2025-05-01T10:00:00.000Z", ev{"id": "bearer-trace", "name": "chat"}),
+		envelopeOf("e-span", "span-create", "2025-05-01T10:00:00.000Z", ev{"id": "bearer-span", "traceId": "bearer-trace"}),
+		envelopeOf("e-log", "sdk-log", "2025-05-01T10:00:00.000Z", ev{"log": "hello"}),
+	)
+	assert.Equal(t, []string{"e-score"}, succeeded(resp))
+	assert.Equal(t, map[string]int{"e-trace": 401, "e-span": 401, "e-log": 401}, failed(resp))
+	for _, e := range resp.Errors {
+		assert.Equal(t, "Authentication error", e.Message)
+		assert.Equal(t, "Access Scope Denied", e.Error)
+	}
+
+	_, err := f.ch.GetScore(ctx, f.a.ProjectID, "bearer-score")
+	require.NoError(t, err, "the score is stored in the key's project")
+	_, err = f.ch.GetTrace(ctx, f.a.ProjectID, "bearer-trace")
+	assert.ErrorIs(t, err, chstore.ErrNotFound, "nothing but scores is stored")
+
+	require.NoError(t, f.cp.RevokeAPIKey(ctx, f.a.OrgID, f.a.ProjectID, f.a.ProjectKeyID))
+	rec := apitest.Do(t, f.h, http.MethodPost, "/api/public/ingestion", f.a.ProjectBearer, map[string]any{"batch": []any{}})
+	assert.Equal(t, http.StatusUnauthorized, rec.Code, "a revoked key's public key is refused: %s", rec.Body.String())
+}

@@ -39,14 +39,19 @@ func Document(routes []httpx.Route, version string) map[string]any {
 	return map[string]any{
 		"openapi": "3.0.3",
 		"info": map[string]any{
-			"title":       "Glassbox API",
-			"version":     version,
-			"description": "Langfuse-compatible public API. Authenticate with HTTP Basic auth: public key as user name, secret key as password.",
+			"title":   "Glassbox API",
+			"version": version,
+			"description": "Langfuse-compatible public API. Authenticate with HTTP Basic auth: public key as user name, secret key as password. " +
+				"Operations that list BearerAuth also take the public key alone as a bearer token, which may only write scores.",
 		},
 		"paths": paths,
 		"components": map[string]any{
-			"securitySchemes": map[string]any{"BasicAuth": map[string]any{"type": "http", "scheme": "basic"}},
-			"schemas":         g.schemas,
+			"securitySchemes": map[string]any{
+				"BasicAuth": map[string]any{"type": "http", "scheme": "basic"},
+				"BearerAuth": map[string]any{"type": "http", "scheme": "bearer",
+					"description": "A project's public key alone; grants only the scores scope."},
+			},
+			"schemas": g.schemas,
 		},
 	}
 }
@@ -119,10 +124,15 @@ func (g *generator) operation(rt httpx.Route) map[string]any {
 		"summary":     rt.Doc.Summary,
 		"tags":        []string{rt.Doc.Tag},
 	}
-	if rt.Access == httpx.Public {
+	switch rt.Access {
+	case httpx.Public:
 		op["security"] = []any{}
-	} else {
+	case httpx.ProjectOrScoresKey:
+		op["security"] = []any{map[string]any{"BasicAuth": []string{}}, map[string]any{"BearerAuth": []string{}}}
+	default:
 		op["security"] = []any{map[string]any{"BasicAuth": []string{}}}
+	}
+	if rt.Access != httpx.Public {
 		errorCodes = append(errorCodes, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
 	}
 	for _, code := range errorCodes {

@@ -55,6 +55,8 @@ func routes() []httpx.Route {
 				Query: []httpx.Param{{Name: "tags", Type: httpx.TypeString, Repeated: true}, {Name: "from", Type: httpx.TypeDateTime, Required: true}}}},
 		{Method: http.MethodDelete, Path: "/items", Access: httpx.ProjectKey, Handler: noop,
 			Doc: httpx.Doc{OperationID: "items_delete", Tag: "Items", Body: Body{}, Response: Grouped{}, Status: http.StatusAccepted}},
+		{Method: http.MethodPost, Path: "/scores", Access: httpx.ProjectOrScoresKey, Handler: noop,
+			Doc: httpx.Doc{OperationID: "scores_create", Tag: "Scores", Body: Body{}, Response: Item{}}},
 	}
 }
 
@@ -116,6 +118,9 @@ func TestOperations(t *testing.T) {
 	params := get["parameters"].([]any)
 	assert.Equal(t, map[string]any{"name": "itemId", "in": "path", "required": true, "schema": map[string]any{"type": "string"}}, params[0])
 	assert.Equal(t, []any{map[string]any{"BasicAuth": []any{}}}, get["security"])
+	assert.Equal(t, []any{map[string]any{"BasicAuth": []any{}}, map[string]any{"BearerAuth": []any{}}},
+		dig(t, d, "paths", "/scores", "post", "security"), "the public key alone may write scores")
+	assert.Equal(t, "bearer", dig(t, d, "components", "securitySchemes", "BearerAuth", "scheme"))
 	for _, code := range []string{"200", "401", "403", "404", "500", "503"} {
 		assert.Contains(t, get["responses"], code)
 	}

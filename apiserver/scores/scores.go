@@ -80,7 +80,7 @@ func Routes(store Store, configs ConfigStore) []httpx.Route {
 	h := handlers{store: store, configs: configs, builder: Builder{Configs: configs}, now: time.Now}
 	return append([]httpx.Route{
 		{
-			Method: http.MethodPost, Path: "/api/public/scores", Access: httpx.ProjectKey, Handler: h.create,
+			Method: http.MethodPost, Path: "/api/public/scores", Access: httpx.ProjectOrScoresKey, Handler: h.create,
 			Doc: httpx.Doc{OperationID: "scores_create", Tag: "Scores", Body: Body{}, Response: Created{},
 				Summary: "Create (or, with the same id, replace) a score of a trace, observation, session or dataset run."},
 		},

@@ -1,6 +1,7 @@
 package scores
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,16 +13,22 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
 func setup(t *testing.T) (http.Handler, apitest.Tenant, apitest.Tenant) {
+	h, a, b, _ := setupWithStore(t)
+	return h, a, b
+}
+
+func setupWithStore(t *testing.T) (http.Handler, apitest.Tenant, apitest.Tenant, *controlplane.Store) {
 	cp := apitest.ControlPlane(t)
 	ch := chtest.Store(t)
 	a, b := apitest.Seed(t, cp, "a"), apitest.Seed(t, cp, "b")
 	h, err := httpx.NewRouter(Routes(ch, cp), httpx.Options{Verifier: cp, Logger: zaptest.NewLogger(t)})
 	require.NoError(t, err)
-	return h, a, b
+	return h, a, b, cp
 }
 
 func status(t *testing.T, rec *httptest.ResponseRecorder, want int) {
@@ -231,4 +238,29 @@ func TestScoreIsolationAndDelete(t *testing.T) {
 		return apitest.Do(t, h, http.MethodGet, "/api/public/v2/scores/mine", a.ProjectAuth, nil).Code == http.StatusNotFound
 	}, 30*time.Second, 100*time.Millisecond)
 	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/v2/scores/theirs", b.ProjectAuth, nil), http.StatusOK)
+}
+
+// A public key alone (Bearer) may create scores in its project, as browser
+// feedback widgets do, and nothing more.
+func TestPublicKeyAloneCreatesScores(t *testing.T) {
+	h, a, b, cp := setupWithStore(t)
+	id := create(t, h, a.ProjectBearer, map[string]any{"id": "feedback-1", "traceId": "trace-1", "name": "thumbs", "value": 1})
+	assert.Equal(t, []string{id}, ids(list(t, h, a.ProjectAuth, "?name=thumbs")), "stored in the key's project")
+	assert.Empty(t, list(t, h, b.ProjectAuth, "?name=thumbs").Data)
+
+	for _, req := range []struct{ method, target string }{
+		{http.MethodGet, "/api/public/v2/scores"},
+		{http.MethodGet, "/api/public/v2/scores/feedback-1"},
+		{http.MethodDelete, "/api/public/scores/feedback-1"},
+		{http.MethodGet, "/api/public/score-configs"},
+	} {
+		rec := apitest.Do(t, h, req.method, req.target, a.ProjectBearer, nil)
+		status(t, rec, http.StatusForbidden)
+		assert.Contains(t, rec.Body.String(), "insufficient permissions", req.target)
+	}
+
+	require.NoError(t, cp.RevokeAPIKey(context.Background(), a.OrgID, a.ProjectID, a.ProjectKeyID))
+	rec := apitest.Do(t, h, http.MethodPost, "/api/public/scores", a.ProjectBearer,
+		map[string]any{"traceId": "trace-1", "name": "thumbs", "value": 0})
+	status(t, rec, http.StatusUnauthorized)
 }

@@ -35,6 +35,9 @@ type Tenant struct {
 	// ProjectAuth and OrgAuth are Authorization header values.
 	ProjectAuth string
 	OrgAuth     string
+	// ProjectBearer is the Authorization header value of the project's
+	// public key alone, which grants only the scores scope.
+	ProjectBearer string
 	// ProjectKeyID and OrgKeyID are the keys' ids, as key lists show them.
 	ProjectKeyID string
 	OrgKeyID     string
@@ -54,12 +57,13 @@ func Seed(t testing.TB, s *controlplane.Store, id string) Tenant {
 	ok, osk, err := s.CreateAPIKey(ctx, "org-"+id, "", controlplane.NewAPIKey{Note: "organization key"})
 	require.NoError(t, err)
 	return Tenant{
-		OrgID:        "org-" + id,
-		ProjectID:    "project-" + id,
-		ProjectAuth:  Basic(pk.PublicKey, psk),
-		OrgAuth:      Basic(ok.PublicKey, osk),
-		ProjectKeyID: pk.ID,
-		OrgKeyID:     ok.ID,
+		OrgID:         "org-" + id,
+		ProjectID:     "project-" + id,
+		ProjectAuth:   Basic(pk.PublicKey, psk),
+		OrgAuth:       Basic(ok.PublicKey, osk),
+		ProjectBearer: "Bearer " + pk.PublicKey,
+		ProjectKeyID:  pk.ID,
+		OrgKeyID:      ok.ID,
 	}
 }
 
