@@ -41,9 +41,9 @@ export GLASSBOX_PPROF_LISTEN=127.0.0.1:$(free_port)
 export GLASSBOX_CLICKHOUSE_DSN=$ch_dsn
 export GLASSBOX_INIT_ORG_ID=bench GLASSBOX_INIT_PROJECT_ID=bench GLASSBOX_INIT_PUBLIC_KEY=$pk GLASSBOX_INIT_SECRET_KEY=$sk
 
-# start_collector CONFIG: runs bin/glassbox in the background until stop_collector.
+# start_collector ARGS...: runs bin/glassbox in the background until stop_collector.
 start_collector() {
-  ./bin/glassbox --config "$1" >"$work/collector.log" 2>&1 &
+  ./bin/glassbox "$@" >"$work/collector.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 300); do
     code=$(curl -s -o /dev/null -w '%{http_code}' -u "$pk:$sk" -X POST -H 'Content-Type: application/json' \
@@ -62,30 +62,43 @@ stop_collector() {
   pid=""
 }
 
+# record PIPELINE RSS appends the last load result to the results.
+record() {
+  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline=process.argv[2]; r.rss_mib=+process.argv[3]; console.log(JSON.stringify(r))' \
+    "$(cat "$work/out.json")" "$1" "$2" >>"$results"
+}
+
+# load [ARGS...] runs the load generator with the current mix.
+load() {
+  "$work/loadgen" -url "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" -user "$pk" -pass "$sk" -mix "$mix" \
+    -duration "$duration" -workers "$workers" -batch "$batch" "$@" >"$work/out.json"
+}
+
 results=$work/results.jsonl
 for mix in agent generation; do
-  start_collector configs/bench-passthrough.yaml
-  "$work/loadgen" -url "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" -mix "$mix" \
-    -duration "$duration" -workers "$workers" -batch "$batch" >"$work/out.json"
-  rss=$(stop_collector)
-  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline="pass-through"; r.rss_mib=+process.argv[2]; console.log(JSON.stringify(r))' \
-    "$(cat "$work/out.json")" "$rss" >>"$results"
+  start_collector --config configs/bench-passthrough.yaml
+  load
+  record pass-through "$(stop_collector)"
 
-  export GLASSBOX_DATA_DIR=$work/data-$mix
-  export GLASSBOX_CONTROL_PLANE_DSN=sqlite://$GLASSBOX_DATA_DIR/glassbox.db
-  export GLASSBOX_CLICKHOUSE_DATABASE=bench_$mix
-  start_collector configs/all-in-one.yaml
-  if [ "$mix" = agent ]; then
-    curl -s -o "$work/cpu-$mix.prof" "http://$GLASSBOX_PPROF_LISTEN/debug/pprof/profile?seconds=10" &
-    prof_pid=$!
-  fi
-  "$work/loadgen" -url "http://$GLASSBOX_LISTEN/api/public/otel/v1/traces" -user "$pk" -pass "$sk" -mix "$mix" \
-    -duration "$duration" -workers "$workers" -batch "$batch" \
-    -clickhouse-dsn "$ch_dsn" -clickhouse-database "bench_$mix" -project bench >"$work/out.json"
-  [ "$mix" = agent ] && wait "$prof_pid"
-  rss=$(stop_collector)
-  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline="glassbox"; r.rss_mib=+process.argv[2]; console.log(JSON.stringify(r))' \
-    "$(cat "$work/out.json")" "$rss" >>"$results"
+  # The shipped all-in-one pipeline, with its persistent queue and, to show
+  # what the disk queue costs, with the exporter's queue in memory.
+  for queue in disk memory; do
+    export GLASSBOX_DATA_DIR=$work/data-$mix-$queue
+    export GLASSBOX_CONTROL_PLANE_DSN=sqlite://$GLASSBOX_DATA_DIR/glassbox.db
+    export GLASSBOX_CLICKHOUSE_DATABASE=bench_${mix}_$queue
+    if [ "$queue" = disk ]; then
+      start_collector --config configs/all-in-one.yaml
+    else
+      start_collector --config configs/all-in-one.yaml --set "exporters::glassbox_clickhouse::sending_queue::storage=null"
+    fi
+    if [ "$mix" = agent ] && [ "$queue" = disk ]; then
+      curl -s -o "$work/cpu-agent.prof" "http://$GLASSBOX_PPROF_LISTEN/debug/pprof/profile?seconds=10" &
+      prof_pid=$!
+    fi
+    load -clickhouse-dsn "$ch_dsn" -clickhouse-database "$GLASSBOX_CLICKHOUSE_DATABASE" -project bench
+    if [ "$mix" = agent ] && [ "$queue" = disk ]; then wait "$prof_pid"; fi
+    record "glassbox ($queue queue)" "$(stop_collector)"
+  done
 done
 
 echo "## Ingestion ($(date -u +%Y-%m-%d), $(nproc) cores, duration $duration, $workers workers, $batch spans/request)"
@@ -97,16 +110,18 @@ for (const r of rows) {
   const stored = r.stored_spans_per_second ? Math.round(r.stored_spans_per_second) : "-";
   console.log(`| ${r.mix} | ${r.pipeline} | ${r.bytes_per_span} | ${Math.round(r.spans_per_second)} | ${stored} | ${r.ack_p50_ms.toFixed(1)} | ${r.ack_p99_ms.toFixed(1)} | ${r.failed} | ${r.rss_mib} |`);
 }
+console.log("");
 for (const mix of ["agent", "generation"]) {
   const p = rows.find((r) => r.mix === mix && r.pipeline === "pass-through");
-  const g = rows.find((r) => r.mix === mix && r.pipeline === "glassbox");
-  console.log(`\n${mix}: Glassbox stores ${(g.stored_spans_per_second / p.spans_per_second).toFixed(2)}x the pass-through's acknowledged spans/s`);
+  for (const g of rows.filter((r) => r.mix === mix && r.pipeline.startsWith("glassbox"))) {
+    console.log(`- ${mix}, ${g.pipeline}: stores ${(g.stored_spans_per_second / p.spans_per_second).toFixed(2)}x the pass-through's acknowledged spans/s`);
+  }
 }
 JS
 
 echo
 echo "## Where the time goes (Glassbox, agent mix, 10 s CPU profile)"
-(cd _build && go tool pprof -top -nodecount=25 ../bin/glassbox "$work/cpu-agent.prof" 2>/dev/null | sed -n '1,32p') || echo "(no profile)"
+(cd _build && go tool pprof -top -cum -nodecount=60 ../bin/glassbox "$work/cpu-agent.prof" 2>/dev/null | grep -E "Duration|glassbox-dev|bbolt.\\(\\*DB\\).Update|UnmarshalProto|clickhouse-go/v2.\\(\\*batch\\).Append|runtime.mallocgc|runtime.gcBgMarkWorker" | head -25) || echo "(no profile)"
 
 if [ "${BENCH_SKIP_READ:-}" != 1 ]; then
   echo
