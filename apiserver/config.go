@@ -34,6 +34,9 @@ type Config struct {
 
 	// MaxRequestBodyBytes bounds request bodies; larger ones get 413.
 	MaxRequestBodyBytes int64 `mapstructure:"max_request_body_bytes"`
+	// MaxLargeRequestBodyBytes bounds the bodies of ingestion batches and
+	// dataset items, which carry whole model inputs and outputs.
+	MaxLargeRequestBodyBytes int64 `mapstructure:"max_large_request_body_bytes"`
 
 	// Media configures the attachments uploaded through the media routes.
 	Media MediaConfig `mapstructure:"media"`
@@ -94,12 +97,13 @@ const (
 // NewDefaultConfig returns the configuration of a local single-node install.
 func NewDefaultConfig() Config {
 	return Config{
-		Listen:              DefaultListen,
-		ControlPlane:        ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
-		ClickHouse:          ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
-		MaxRequestBodyBytes: httpx.DefaultMaxBodyBytes,
-		Media:               MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
-		Evaluation:          evalworker.NewDefaultConfig(),
+		Listen:                   DefaultListen,
+		ControlPlane:             ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
+		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
+		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
+		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
+		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
+		Evaluation:               evalworker.NewDefaultConfig(),
 	}
 }
 
@@ -124,6 +128,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
+	}
+	if cfg.MaxLargeRequestBodyBytes < cfg.MaxRequestBodyBytes {
+		errs = append(errs, errors.New("max_large_request_body_bytes must be at least max_request_body_bytes"))
 	}
 	if cfg.Media.Dir == "" {
 		errs = append(errs, errors.New("media.dir is required"))

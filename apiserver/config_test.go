@@ -14,6 +14,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:3000", cfg.Listen)
 	assert.Equal(t, "sqlite://.data/glassbox.db", cfg.ControlPlane.DSN)
 	assert.Equal(t, "glassbox", cfg.ClickHouse.Database)
+	assert.Equal(t, int64(1<<20), cfg.MaxRequestBodyBytes, "Langfuse's JSON routes take 1 MB")
+	assert.Equal(t, int64(4718592), cfg.MaxLargeRequestBodyBytes, "Langfuse's ingestion and dataset item routes take 4.5 MB")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -29,6 +31,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
 		{"negative timeout", func(c *Config) { c.ClickHouse.QueryTimeout = -time.Second }, []string{"timeouts"}},
 		{"no body limit", func(c *Config) { c.MaxRequestBodyBytes = 0 }, []string{"max_request_body_bytes"}},
+		{"large body limit below the default one", func(c *Config) { c.MaxLargeRequestBodyBytes = c.MaxRequestBodyBytes - 1 },
+			[]string{"max_large_request_body_bytes"}},
 		{"several at once", func(c *Config) { c.Listen = "x"; c.ControlPlane.DSN = "" }, []string{"listen", "control_plane.dsn"}},
 	}
 	for _, tt := range tests {

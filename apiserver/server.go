@@ -85,9 +85,10 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	}
 	s := &Server{controlPlane: cp, clickhouse: ch}
 	s.handler, err = httpx.NewRouter(Routes(cfg, cp, ch, logger), httpx.Options{
-		Verifier:     cp,
-		Logger:       logger,
-		MaxBodyBytes: cfg.MaxRequestBodyBytes,
+		Verifier:          cp,
+		Logger:            logger,
+		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
+		MaxLargeBodyBytes: cfg.MaxLargeRequestBodyBytes,
 	})
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())

@@ -160,7 +160,7 @@ func Routes(store Store, observations Observations) []httpx.Route {
 				Summary: "One dataset by name ('/' in folder names encoded as %2F)."},
 		},
 		{
-			Method: http.MethodPost, Path: "/api/public/dataset-items", Access: httpx.ProjectKey, Handler: h.upsertItem,
+			Method: http.MethodPost, Path: "/api/public/dataset-items", Access: httpx.ProjectKey, Handler: h.upsertItem, LargeBody: true,
 			Doc: httpx.Doc{OperationID: "datasetItems_create", Tag: "Datasets", Body: ItemRequest{}, Response: Item{},
 				Summary: "Create a dataset item, or update the one with the same id; checked against the dataset's schemas."},
 		},

@@ -44,7 +44,11 @@ type Route struct {
 	Path    string
 	Access  Access
 	Handler Handler
-	Doc     Doc
+	// LargeBody raises the body limit from Options.MaxBodyBytes to
+	// Options.MaxLargeBodyBytes, for routes whose payloads carry whole
+	// model inputs and outputs (ingestion batches, dataset items).
+	LargeBody bool
+	Doc       Doc
 }
 
 // Doc describes a route for the OpenAPI document.

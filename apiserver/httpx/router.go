@@ -15,9 +15,12 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
-// DefaultMaxBodyBytes is the request body limit when none is configured; it
-// matches the 1 MB that Langfuse's JSON routes accept.
-const DefaultMaxBodyBytes = 1 << 20
+// Request body limits when none are configured: the 1 MB that Langfuse's
+// JSON routes accept, and the 4.5 MB of its ingestion and dataset item routes.
+const (
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxLargeBodyBytes = 9 << 19
+)
 
 // KeyVerifier checks the credentials of requests: key pairs (Basic) and
 // public keys alone (Bearer).
@@ -35,12 +38,15 @@ type Options struct {
 	Logger   *zap.Logger
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// MaxLargeBodyBytes bounds the bodies of LargeBody routes.
+	MaxLargeBodyBytes int64
 }
 
 type router struct {
-	verifier KeyVerifier
-	logger   *zap.Logger
-	maxBody  int64
+	verifier     KeyVerifier
+	logger       *zap.Logger
+	maxBody      int64
+	maxLargeBody int64
 }
 
 // pathRoutes serves every method registered on one path, so that a wrong
@@ -61,7 +67,10 @@ func NewRouter(routes []Route, opts Options) (h http.Handler, err error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes}
+	if opts.MaxLargeBodyBytes <= 0 {
+		opts.MaxLargeBodyBytes = DefaultMaxLargeBodyBytes
+	}
+	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes, maxLargeBody: opts.MaxLargeBodyBytes}
 	byPath := map[string]*pathRoutes{}
 	var paths []string
 	for i := range routes {
@@ -172,8 +181,18 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 		rt.writeError(w, BadRequest("Malformed query string: %v", err))
 		return
 	}
+	limit := rt.maxBody
+	if route.LargeBody {
+		limit = rt.maxLargeBody
+	}
+	// A declared length over the limit is refused unread; a body without
+	// one (chunked) fails when reading passes the limit.
+	if r.ContentLength > limit {
+		rt.writeError(w, payloadTooLarge(limit))
+		return
+	}
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, rt.maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	body, err := route.Handler(r)
 	if err != nil {

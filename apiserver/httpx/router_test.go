@@ -78,6 +78,13 @@ func testRoutes() []Route {
 		{Method: http.MethodPost, Path: "/api/public/scores", Access: ProjectOrScoresKey, Handler: func(r *http.Request) (any, error) {
 			return map[string]any{"project": ProjectID(r), "scoresOnly": ScoresOnly(r)}, nil
 		}},
+		{Method: http.MethodPost, Path: "/api/public/batch", Access: ProjectKey, LargeBody: true, Handler: func(r *http.Request) (any, error) {
+			var body map[string]any
+			if err := DecodeJSON(r, &body); err != nil {
+				return nil, err
+			}
+			return body, nil
+		}},
 		{Method: http.MethodGet, Path: "/api/public/org", Access: OrganizationKey, Handler: func(r *http.Request) (any, error) {
 			return echo{Org: Principal(r.Context()).OrganizationID}, nil
 		}},
@@ -94,7 +101,7 @@ func testRoutes() []Route {
 
 func newTestRouter(t *testing.T, v KeyVerifier) (http.Handler, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.InfoLevel)
-	h, err := NewRouter(testRoutes(), Options{Verifier: v, Logger: zap.New(core), MaxBodyBytes: 64})
+	h, err := NewRouter(testRoutes(), Options{Verifier: v, Logger: zap.New(core), MaxBodyBytes: 64, MaxLargeBodyBytes: 256})
 	require.NoError(t, err)
 	return h, logs
 }
@@ -260,6 +267,42 @@ func TestRouterErrors(t *testing.T) {
 	// The router survived all of the above.
 	code, _, _ = do(t, h, http.MethodGet, "/api/public/open", "", "")
 	assert.Equal(t, http.StatusOK, code)
+}
+
+// LargeBody routes take up to MaxLargeBodyBytes, the others MaxBodyBytes;
+// a declared length over the limit and a chunked body that runs past it
+// both get a JSON 413.
+func TestRouterBodyLimits(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	project := basic("pk-project", "sk-project")
+	body := func(n int) string { return `{"a":"` + strings.Repeat("x", n-8) + `"}` }
+
+	code, _, _ := do(t, h, http.MethodPost, "/api/public/batch", project, body(200))
+	assert.Equal(t, http.StatusOK, code)
+	code, _, _ = do(t, h, http.MethodPost, "/api/public/things", project, body(64))
+	assert.Equal(t, http.StatusCreated, code, "the limit itself is accepted")
+	for _, tt := range []struct {
+		path  string
+		size  int
+		limit string
+	}{
+		{"/api/public/things", 65, "64"},
+		{"/api/public/things", 200, "64"},
+		{"/api/public/batch", 257, "256"},
+	} {
+		for _, chunked := range []bool{false, true} {
+			req := httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(body(tt.size)))
+			if chunked {
+				req.ContentLength = -1
+			}
+			req.Header.Set("Authorization", project)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, "%s %d chunked=%v", tt.path, tt.size, chunked)
+			assert.JSONEq(t, `{"message":"Request body exceeds the limit of `+tt.limit+` bytes","error":"PayloadTooLargeError"}`,
+				rec.Body.String())
+		}
+	}
 }
 
 func TestRouterCORS(t *testing.T) {

@@ -72,7 +72,7 @@ type handler struct {
 func Routes(store Store, configs scores.Configs, logger *zap.Logger) []httpx.Route {
 	h := handler{store: store, builder: scores.Builder{Configs: configs}, logger: logger}
 	return []httpx.Route{{
-		Method: http.MethodPost, Path: "/api/public/ingestion", Access: httpx.ProjectOrScoresKey, Handler: h.ingest,
+		Method: http.MethodPost, Path: "/api/public/ingestion", Access: httpx.ProjectOrScoresKey, Handler: h.ingest, LargeBody: true,
 		Doc: httpx.Doc{OperationID: "ingestion_batch", Tag: "Ingestion", Body: Request{}, Response: Response{},
 			Status: http.StatusMultiStatus,
 			Summary: "Store a batch of events (score-create; trace-, span-, generation- and event- events of older SDKs); " +
