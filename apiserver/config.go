@@ -35,7 +35,8 @@ type Config struct {
 	// MaxRequestBodyBytes bounds request bodies; larger ones get 413.
 	MaxRequestBodyBytes int64 `mapstructure:"max_request_body_bytes"`
 	// MaxLargeRequestBodyBytes bounds the bodies of ingestion batches and
-	// dataset items, which carry whole model inputs and outputs.
+	// dataset items, which carry whole model inputs and outputs; they never
+	// get less than MaxRequestBodyBytes.
 	MaxLargeRequestBodyBytes int64 `mapstructure:"max_large_request_body_bytes"`
 
 	// Media configures the attachments uploaded through the media routes.
@@ -129,8 +130,8 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
 	}
-	if cfg.MaxLargeRequestBodyBytes < cfg.MaxRequestBodyBytes {
-		errs = append(errs, errors.New("max_large_request_body_bytes must be at least max_request_body_bytes"))
+	if cfg.MaxLargeRequestBodyBytes <= 0 {
+		errs = append(errs, errors.New("max_large_request_body_bytes must be positive"))
 	}
 	if cfg.Media.Dir == "" {
 		errs = append(errs, errors.New("media.dir is required"))

@@ -38,7 +38,8 @@ type Options struct {
 	Logger   *zap.Logger
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
-	// MaxLargeBodyBytes bounds the bodies of LargeBody routes.
+	// MaxLargeBodyBytes bounds the bodies of LargeBody routes; they never
+	// get less than MaxBodyBytes.
 	MaxLargeBodyBytes int64
 }
 
@@ -70,7 +71,8 @@ func NewRouter(routes []Route, opts Options) (h http.Handler, err error) {
 	if opts.MaxLargeBodyBytes <= 0 {
 		opts.MaxLargeBodyBytes = DefaultMaxLargeBodyBytes
 	}
-	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes, maxLargeBody: opts.MaxLargeBodyBytes}
+	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes,
+		maxLargeBody: max(opts.MaxLargeBodyBytes, opts.MaxBodyBytes)}
 	byPath := map[string]*pathRoutes{}
 	var paths []string
 	for i := range routes {

@@ -303,6 +303,12 @@ func TestRouterBodyLimits(t *testing.T) {
 				rec.Body.String())
 		}
 	}
+
+	// Raising the general limit above the large one raises both.
+	h, err := NewRouter(testRoutes(), Options{Verifier: fakeVerifier{}, MaxBodyBytes: 512, MaxLargeBodyBytes: 256})
+	require.NoError(t, err)
+	code, _, _ = do(t, h, http.MethodPost, "/api/public/batch", project, body(400))
+	assert.Equal(t, http.StatusOK, code)
 }
 
 func TestRouterCORS(t *testing.T) {
