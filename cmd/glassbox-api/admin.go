@@ -64,11 +64,18 @@ var adminCommands = map[string]adminCommand{
 		},
 	},
 	"list": {
-		usage: "--org ORG",
+		usage: "[--org ORG]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
-			org := fs.String("org", "", "organization id")
+			org := fs.String("org", "", "organization id (every organization when empty)")
 			return func(ctx context.Context, s *controlplane.Store) (any, error) {
-				return listOrganization(ctx, s, *org)
+				if *org == "" {
+					return listOrganizations(ctx, s)
+				}
+				o, err := s.GetOrganization(ctx, *org)
+				if err != nil {
+					return nil, err
+				}
+				return listOrganization(ctx, s, o)
 			}
 		},
 	},
@@ -157,28 +164,47 @@ func keyOut(k controlplane.APIKey) keyJSON {
 	return out
 }
 
-// listOrganization gathers an organization with its projects and all keys.
-func listOrganization(ctx context.Context, s *controlplane.Store, orgID string) (any, error) {
-	org, err := s.GetOrganization(ctx, orgID)
+// organizationsOut is the listing of every organization.
+type organizationsOut struct {
+	Organizations []organizationOut `json:"organizations"`
+}
+
+// listOrganizations gathers every organization, by name, each with its
+// projects and all keys: what an operator needs to find a lost key's owner.
+func listOrganizations(ctx context.Context, s *controlplane.Store) (organizationsOut, error) {
+	orgs, err := s.ListOrganizations(ctx)
 	if err != nil {
-		return nil, err
+		return organizationsOut{}, err
 	}
+	out := organizationsOut{Organizations: make([]organizationOut, 0, len(orgs))}
+	for _, org := range orgs {
+		o, err := listOrganization(ctx, s, org)
+		if err != nil {
+			return organizationsOut{}, err
+		}
+		out.Organizations = append(out.Organizations, o)
+	}
+	return out, nil
+}
+
+// listOrganization gathers an organization with its projects and all keys.
+func listOrganization(ctx context.Context, s *controlplane.Store, org controlplane.Organization) (organizationOut, error) {
 	out := organizationOut{ID: org.ID, Name: org.Name, CreatedAt: org.CreatedAt}
-	orgKeys, err := s.ListAPIKeys(ctx, orgID, "")
+	orgKeys, err := s.ListAPIKeys(ctx, org.ID, "")
 	if err != nil {
-		return nil, err
+		return organizationOut{}, err
 	}
 	for _, k := range orgKeys {
 		out.APIKeys = append(out.APIKeys, keyOut(k))
 	}
-	projects, err := s.ListProjects(ctx, orgID)
+	projects, err := s.ListProjects(ctx, org.ID)
 	if err != nil {
-		return nil, err
+		return organizationOut{}, err
 	}
 	for _, p := range projects {
-		keys, err := s.ListAPIKeys(ctx, orgID, p.ID)
+		keys, err := s.ListAPIKeys(ctx, org.ID, p.ID)
 		if err != nil {
-			return nil, err
+			return organizationOut{}, err
 		}
 		out.Projects = append(out.Projects, projectOut(p, keys))
 	}

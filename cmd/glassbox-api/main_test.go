@@ -70,6 +70,40 @@ func TestAdmin(t *testing.T) {
 	assert.ErrorContains(t, err, "not found")
 }
 
+// list without --org shows every organization, by name, with projects and
+// keys but never a secret.
+func TestAdminListAll(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	listing, err := adminRun(t, dsn, "list")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"organizations": []any{}}, listing, "an empty store lists no organization")
+
+	for _, org := range [][2]string{{"zeta", "Zeta"}, {"acme", "Acme"}} {
+		_, err = adminRun(t, dsn, "create-org", "--id", org[0], "--name", org[1])
+		require.NoError(t, err)
+	}
+	_, err = adminRun(t, dsn, "create-project", "--org", "zeta", "--id", "api", "--name", "API")
+	require.NoError(t, err)
+	key, err := adminRun(t, dsn, "create-project-key", "--org", "zeta", "--project", "api")
+	require.NoError(t, err)
+
+	listing, err = adminRun(t, dsn, "list")
+	require.NoError(t, err)
+	buf, _ := json.Marshal(listing)
+	assert.NotContains(t, string(buf), key["secretKey"], "lists never show secrets")
+	orgs := listing["organizations"].([]any)
+	require.Len(t, orgs, 2)
+	acme, zeta := orgs[0].(map[string]any), orgs[1].(map[string]any)
+	assert.Equal(t, "acme", acme["id"], "ordered by name")
+	assert.NotContains(t, acme, "projects")
+	assert.Equal(t, "zeta", zeta["id"])
+	projects := zeta["projects"].([]any)
+	require.Len(t, projects, 1)
+	keys := projects[0].(map[string]any)["apiKeys"].([]any)
+	require.Len(t, keys, 1)
+	assert.Equal(t, key["publicKey"], keys[0].(map[string]any)["publicKey"])
+}
+
 func TestAdminErrors(t *testing.T) {
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
 	for name, args := range map[string][]string{
