@@ -25,6 +25,14 @@ func (s *Store) StoredObservationRows(ctx context.Context, projectID, traceID st
 	return int(n), err
 }
 
+// StoredScoreRows counts a score's stored versions, deleted or not.
+func (s *Store) StoredScoreRows(ctx context.Context, projectID, id string) (int, error) {
+	var n uint64
+	err := s.query(ctx, "SELECT count() FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ? AND id = ?",
+		[]any{projectID, id}, func(r rowScanner) error { return r.Scan(&n) })
+	return int(n), err
+}
+
 // ColumnCount reports how many columns of a table carry a name (0 or 1).
 func (s *Store) ColumnCount(ctx context.Context, table, column string) (int, error) {
 	var n uint64

@@ -29,6 +29,9 @@ var migrations = []migration{
 		createTable(deletedTracesTable),
 		createTable(scoresTable),
 	}},
+	{version: 2, steps: []step{
+		createTable(deletedScoresTable),
+	}},
 }
 
 // ClickHouse error codes that mean "someone else already did it".

@@ -130,6 +130,18 @@ var (
 		granularity: 8192,
 		shardKey:    "cityHash64(id)",
 	}
+	// deletedScores holds score tombstones: the version of a score that was
+	// deleted, by its event_ts. Reads leave out a score whose newest version
+	// is tombstoned, at once, while an asynchronous mutation removes the rows;
+	// writing the id again later stores a newer version, which shows.
+	deletedScoresTable = table{
+		name:        "deleted_scores",
+		columns:     "project_id String, id String, event_ts UInt64, deleted_at DateTime('UTC')",
+		version:     "deleted_at",
+		orderBy:     "project_id, id, event_ts",
+		granularity: 8192,
+		shardKey:    "cityHash64(id)",
+	}
 	// migrationsTable records applied schema versions, per node.
 	migrationsTable = table{
 		name:        "schema_migrations",

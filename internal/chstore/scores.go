@@ -95,7 +95,8 @@ type ScoreFilter struct {
 }
 
 // ListScores returns one page of a project's scores, newest first, and the
-// number of scores that match. Scores of deleted traces are not listed.
+// number of scores that match. Deleted scores and the scores of deleted
+// traces are not listed.
 func (s *Store) ListScores(ctx context.Context, f ScoreFilter) ([]Score, int, error) {
 	return s.SearchScores(ctx, ScoreSearch{ScoreFilter: f})
 }

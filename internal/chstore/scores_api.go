@@ -3,6 +3,7 @@ package chstore
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Score value comparisons SearchScores accepts, as the public API spells them.
@@ -25,7 +26,7 @@ type ScoreSearch struct {
 
 // SearchScores returns one page of a project's scores, newest first, and the
 // number that match. Like ListScores it judges each score id by its newest
-// version and leaves out scores of deleted traces.
+// version and leaves out deleted scores and the scores of deleted traces.
 func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, error) {
 	f := q.ScoreFilter
 	if f.ProjectID == "" {
@@ -80,6 +81,7 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 			" WHERE project_id = ? GROUP BY trace_id HAVING hasAll(groupUniqArrayArray(tags), ?))", f.ProjectID, q.TraceTags)
 	}
 	s.notDeleted(outer, f.ProjectID)
+	s.scoreNotDeleted(outer, f.ProjectID)
 	query := "FROM (" + latest + ") AS latest WHERE " + outer.String()
 	args := append(inner.args[:len(inner.args):len(inner.args)], outer.args...)
 
@@ -128,15 +130,32 @@ func (s *Store) GetScore(ctx context.Context, projectID, id string) (Score, erro
 	return scores[0], nil
 }
 
-// DeleteScore starts removing a score of the project. The removal is an
-// asynchronous ALTER ... DELETE (18.16 has no synchronous form): reads stop
-// returning the score once the server has applied it.
+// scoreNotDeleted leaves out scores whose newest version is tombstoned. It
+// applies to rows already narrowed to each id's newest version.
+func (s *Store) scoreNotDeleted(w *where, projectID string) {
+	w.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
+}
+
+// DeleteScore hides a score of the project from every read at once and
+// starts removing its stored versions in the background.
+//
+// The tombstone names the newest version, so the deletion is visible
+// immediately; the rows go with an asynchronous ALTER ... DELETE (18.16 has
+// no synchronous form) that reads never wait for. The mutation and the
+// tombstone stop at that version: writing the id again afterwards stores a
+// newer one, which reads show.
 func (s *Store) DeleteScore(ctx context.Context, projectID, id string) error {
-	if _, err := s.GetScore(ctx, projectID, id); err != nil {
+	sc, err := s.GetScore(ctx, projectID, id)
+	if err != nil {
 		return err
 	}
-	stmt := fmt.Sprintf("ALTER TABLE %s%s DELETE WHERE project_id = ? AND id = ?", s.ddl.local(scoresTable), s.ddl.onCluster())
-	if err := s.exec(ctx, stmt, projectID, id); err != nil {
+	err = s.insert(ctx, s.ddl.name(deletedScoresTable), []string{"project_id", "id", "event_ts", "deleted_at"}, 1,
+		func(int) []any { return []any{projectID, id, uint64(sc.StoredAt), time.Now().UTC()} })
+	if err != nil {
+		return fmt.Errorf("write tombstone of score %s: %w", id, err)
+	}
+	stmt := fmt.Sprintf("ALTER TABLE %s%s DELETE WHERE project_id = ? AND id = ? AND event_ts <= ?", s.ddl.local(scoresTable), s.ddl.onCluster())
+	if err := s.exec(ctx, stmt, projectID, id, uint64(sc.StoredAt)); err != nil {
 		return fmt.Errorf("start removing score %s: %w", id, err)
 	}
 	return nil

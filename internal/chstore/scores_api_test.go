@@ -96,13 +96,34 @@ func TestGetAndDeleteScore(t *testing.T) {
 	assert.ErrorIs(t, s.DeleteScore(ctx, "other", "s1"), chstore.ErrNotFound, "nor delete it")
 	assert.ErrorIs(t, s.DeleteScore(ctx, "proj", "missing"), chstore.ErrNotFound)
 
+	// Project other's score with the same id stays when proj's goes.
+	foreign := sc
+	foreign.ProjectID = "other"
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{foreign}))
+
 	require.NoError(t, s.DeleteScore(ctx, "proj", "s1"))
-	require.Eventually(t, func() bool {
-		_, err := s.GetScore(ctx, "proj", "s1")
-		return err != nil
-	}, 30*time.Second, 100*time.Millisecond, "the mutation removes the score")
 	_, err = s.GetScore(ctx, "proj", "s1")
-	assert.ErrorIs(t, err, chstore.ErrNotFound)
-	_, err = s.GetScore(ctx, "proj", "s2")
-	assert.NoError(t, err, "other scores stay")
+	assert.ErrorIs(t, err, chstore.ErrNotFound, "hidden at once")
+	listed, total, err := s.ListScores(ctx, chstore.ScoreFilter{ProjectID: "proj"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	require.Len(t, listed, 1)
+	assert.Equal(t, "s2", listed[0].ID, "other scores stay")
+	assert.ErrorIs(t, s.DeleteScore(ctx, "proj", "s1"), chstore.ErrNotFound, "a deleted score cannot be deleted again")
+	_, err = s.GetScore(ctx, "other", "s1")
+	assert.NoError(t, err, "the same id in another project stays")
+
+	// The mutation removes the stored rows; reads never depended on it.
+	require.Eventually(t, func() bool {
+		n, err := s.StoredScoreRows(ctx, "proj", "s1")
+		require.NoError(t, err)
+		return n == 0
+	}, 30*time.Second, 100*time.Millisecond, "the mutation removes the score")
+
+	// Writing the id again after the deletion stores a score that shows.
+	sc.Value = 0
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{sc}))
+	got, err = s.GetScore(ctx, "proj", "s1")
+	require.NoError(t, err)
+	assert.Zero(t, got.Value)
 }
