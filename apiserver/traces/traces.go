@@ -18,7 +18,7 @@ type Store interface {
 	ListTraces(ctx context.Context, f chstore.TraceFilter) ([]chstore.Trace, int, error)
 	GetTrace(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
 	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
-	ListScores(ctx context.Context, f chstore.ScoreFilter) ([]chstore.Score, int, error)
+	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
 }
 
 // Trace is the trace object every trace response shares. Glassbox has no
@@ -119,9 +119,6 @@ var orderFields = []string{
 
 // maxDeleteBatch is Langfuse's limit on one batch deletion.
 const maxDeleteBatch = 1000
-
-// maxTraceScores bounds the scores returned with one trace.
-const maxTraceScores = 1000
 
 // Routes returns the trace routes. htmlPrefix starts every htmlPath (the
 // path of the public URL, usually empty).
@@ -251,9 +248,9 @@ func (h handlers) get(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, observations.StoreError(err, "Trace "+id)
 	}
-	scores, _, err := h.store.ListScores(r.Context(), chstore.ScoreFilter{ProjectID: project, TraceID: id, Page: 1, Limit: maxTraceScores})
+	scores, err := h.store.TraceScores(r.Context(), project, id)
 	if err != nil {
-		return nil, err
+		return nil, observations.StoreError(err, "Trace "+id)
 	}
 	d := Detail{
 		Trace:        ToTrace(t.Trace),
@@ -266,8 +263,6 @@ func (h handlers) get(r *http.Request) (any, error) {
 	for _, o := range t.Observations {
 		d.Observations = append(d.Observations, observations.ToView(o))
 	}
-	// The store lists newest first; the trace view reads oldest first.
-	slices.Reverse(scores)
 	for _, s := range scores {
 		d.Scores = append(d.Scores, toScore(s))
 	}

@@ -219,6 +219,28 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// The trace view carries every score of the trace, on whatever day it was
+// given, oldest first, and none of another trace.
+func TestGetHasEveryScore(t *testing.T) {
+	f := setup(t)
+	var scores []chstore.Score
+	for i := range 1001 {
+		scores = append(scores, chstore.Score{ProjectID: f.a.ProjectID, ID: fmt.Sprintf("search-%04d", i), TraceID: traceSearch,
+			Name: "relevance", Value: float64(i), DataType: chstore.ScoreNumeric, Source: chstore.SourceEval, Environment: "default",
+			Timestamp: apitest.Base.Add(time.Duration(i) * time.Hour).UnixMicro(), Metadata: "{}"})
+	}
+	apitest.InsertScores(t, f.ch, scores...)
+
+	rec := apitest.Do(t, f.h, http.MethodGet, "/api/public/traces/"+traceSearch, f.a.ProjectAuth, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	d := apitest.Decode[Detail](t, rec)
+	require.Len(t, d.Scores, 1001)
+	for i, sc := range d.Scores {
+		assert.Equal(t, fmt.Sprintf("search-%04d", i), sc.ID)
+		assert.Equal(t, traceSearch, sc.TraceID)
+	}
+}
+
 func TestDelete(t *testing.T) {
 	f := setup(t)
 	rec := apitest.Do(t, f.h, http.MethodDelete, "/api/public/traces/"+traceChat, f.a.ProjectAuth, nil)

@@ -7,7 +7,7 @@ import (
 )
 
 // DeleteTraces hides traces from every read at once and starts removing their
-// observations, index rows and scores in the background.
+// observations, scores and index rows in the background.
 //
 // The tombstones make the deletion visible immediately and keep it in force
 // for spans of these traces that arrive later. The rows themselves go with an
@@ -23,7 +23,7 @@ func (s *Store) DeleteTraces(ctx context.Context, projectID string, traceIDs []s
 	if err := s.insertTombstones(ctx, projectID, traceIDs); err != nil {
 		return err
 	}
-	for _, t := range []table{observationsTable, traceIndexTable, scoresTable} {
+	for _, t := range []table{observationsTable, traceIndexTable, scoresTable, scoreTraceIndexTable} {
 		stmt := fmt.Sprintf("ALTER TABLE %s%s DELETE WHERE project_id = ? AND has(?, trace_id)", s.ddl.local(t), s.ddl.onCluster())
 		if err := s.exec(ctx, stmt, projectID, traceIDs); err != nil {
 			return fmt.Errorf("start removing rows of deleted traces from %s: %w", t.name, err)

@@ -17,6 +17,17 @@ func (s *Store) MigrateAddingColumn(ctx context.Context, column, typ string) err
 	return s.migrate(ctx, history)
 }
 
+// MigrateTo applies the schema history up to and including version.
+func (s *Store) MigrateTo(ctx context.Context, version uint32) error {
+	var history []migration
+	for _, m := range migrations {
+		if m.version <= version {
+			history = append(history, m)
+		}
+	}
+	return s.migrate(ctx, history)
+}
+
 // StoredObservationRows counts a trace's stored rows, deleted or not.
 func (s *Store) StoredObservationRows(ctx context.Context, projectID, traceID string) (int, error) {
 	var n uint64

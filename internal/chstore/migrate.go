@@ -32,6 +32,17 @@ var migrations = []migration{
 	{version: 2, steps: []step{
 		createTable(deletedScoresTable),
 	}},
+	{version: 3, steps: []step{
+		createTable(scoreTraceIndexTable),
+		createStatements(ddl.createScoreTraceIndexView),
+		// After the view, so that no score stored in between is missed.
+		func(ctx context.Context, s *Store) error {
+			if err := s.exec(ctx, s.ddl.backfillScoreTraceIndex()); err != nil {
+				return fmt.Errorf("index the stored scores by trace: %w", err)
+			}
+			return nil
+		},
+	}},
 }
 
 // ClickHouse error codes that mean "someone else already did it".

@@ -130,6 +130,17 @@ var (
 		granularity: 8192,
 		shardKey:    "cityHash64(id)",
 	}
+	// scoreTraceIndex maps a trace to the days its scores' timestamps fall on,
+	// so that reading a trace's scores is a key-range read of scores. It keeps
+	// the score id so that its rows are sharded like the scores they index.
+	scoreTraceIndexTable = table{
+		name:        "score_trace_index",
+		columns:     "project_id String, trace_id String, day Date, id String",
+		partition:   "toYYYYMM(day)",
+		orderBy:     "project_id, trace_id, day",
+		granularity: 1024,
+		shardKey:    "cityHash64(id)",
+	}
 	// deletedScores holds score tombstones: the version of a score that was
 	// deleted, by its event_ts. Reads leave out a score whose newest version
 	// is tombstoned, at once, while an asynchronous mutation removes the rows;
@@ -228,6 +239,24 @@ func (d ddl) createTable(t table) []string {
 func (d ddl) createTraceIndexView() []string {
 	return []string{fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS SELECT project_id, trace_id, toDate(start_time) AS day FROM %s",
 		quote(d.db)+"."+quote("trace_index_mv"), d.onCluster(), d.local(traceIndexTable), d.local(observationsTable))}
+}
+
+// createScoreTraceIndexView feeds score_trace_index from every insert of
+// scores with a trace. In cluster mode it sits on each node's local tables,
+// so a node's index rows describe that node's scores.
+func (d ddl) createScoreTraceIndexView() []string {
+	return []string{fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS "+
+		"SELECT project_id, trace_id, toDate(timestamp) AS day, id FROM %s WHERE trace_id != ''",
+		quote(d.db)+"."+quote("score_trace_index_mv"), d.onCluster(), d.local(scoreTraceIndexTable), d.local(scoresTable))}
+}
+
+// backfillScoreTraceIndex indexes the scores stored before the view
+// existed. Through the Distributed tables in cluster mode, each index row
+// lands on its score's shard. Rows the view indexed as well are duplicates
+// that change no day range.
+func (d ddl) backfillScoreTraceIndex() string {
+	return fmt.Sprintf("INSERT INTO %s (project_id, trace_id, day, id) SELECT project_id, trace_id, toDate(timestamp), id FROM %s WHERE trace_id != ''",
+		d.name(scoreTraceIndexTable), d.name(scoresTable))
 }
 
 // addColumn renders the statements that add a column to t, the local and, in

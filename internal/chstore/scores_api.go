@@ -80,8 +80,7 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 		outer.add("trace_id GLOBAL IN (SELECT trace_id FROM "+observations+
 			" WHERE project_id = ? GROUP BY trace_id HAVING hasAll(groupUniqArrayArray(tags), ?))", f.ProjectID, q.TraceTags)
 	}
-	s.notDeleted(outer, f.ProjectID)
-	s.scoreNotDeleted(outer, f.ProjectID)
+	s.visibleScores(outer, f.ProjectID)
 	query := "FROM (" + latest + ") AS latest WHERE " + outer.String()
 	args := append(inner.args[:len(inner.args):len(inner.args)], outer.args...)
 
@@ -130,9 +129,11 @@ func (s *Store) GetScore(ctx context.Context, projectID, id string) (Score, erro
 	return scores[0], nil
 }
 
-// scoreNotDeleted leaves out scores whose newest version is tombstoned. It
-// applies to rows already narrowed to each id's newest version.
-func (s *Store) scoreNotDeleted(w *where, projectID string) {
+// visibleScores leaves out deleted scores and the scores of deleted traces.
+// It applies to rows already narrowed to each id's newest version, the
+// version a score tombstone names.
+func (s *Store) visibleScores(w *where, projectID string) {
+	s.notDeleted(w, projectID)
 	w.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 }
 
