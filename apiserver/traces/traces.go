@@ -19,6 +19,7 @@ type Store interface {
 	GetTrace(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
 	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
 	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
+	TraceScoreIDs(ctx context.Context, projectID string, traceIDs []string) (map[string][]string, error)
 }
 
 // Trace is the trace object every trace response shares. Glassbox has no
@@ -44,10 +45,9 @@ type Trace struct {
 	UpdatedAt   httpx.Timestamp `json:"updatedAt"`
 }
 
-// ListItem is a trace in the list: observation and score ids and the
-// derived metrics. Groups excluded by `fields` give [] and -1, as in Langfuse.
-// Scores is null when requested: the store does not yet list score ids by
-// trace (GET /api/public/traces/{traceId} has the scores).
+// ListItem is a trace in the list: observation and score ids (scores of
+// its observations included) and the derived metrics. Groups excluded by
+// `fields` give [] and -1, as in Langfuse.
 type ListItem struct {
 	Trace
 	HTMLPath     string   `json:"htmlPath"`
@@ -210,14 +210,24 @@ func (h handlers) list(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, observations.StoreError(err, "Traces")
 	}
+	var scores map[string][]string
+	if groups[groupScores] {
+		ids := make([]string, len(list))
+		for i, t := range list {
+			ids[i] = t.ID
+		}
+		if scores, err = h.store.TraceScoreIDs(r.Context(), httpx.ProjectID(r), ids); err != nil {
+			return nil, observations.StoreError(err, "Traces")
+		}
+	}
 	items := make([]ListItem, 0, len(list))
 	for _, t := range list {
-		items = append(items, h.listItem(t, groups))
+		items = append(items, h.listItem(t, groups, scores[t.ID]))
 	}
 	return httpx.NewList(items, page, int64(total)), nil
 }
 
-func (h handlers) listItem(t chstore.Trace, groups map[string]bool) ListItem {
+func (h handlers) listItem(t chstore.Trace, groups map[string]bool, scoreIDs []string) ListItem {
 	item := ListItem{
 		Trace:        ToTrace(t),
 		HTMLPath:     h.htmlPath(t),
@@ -233,7 +243,7 @@ func (h handlers) listItem(t chstore.Trace, groups map[string]bool) ListItem {
 		item.Observations = httpx.NonNil(t.ObservationIDs)
 	}
 	if groups[groupScores] {
-		item.Scores = nil
+		item.Scores = httpx.NonNil(scoreIDs)
 	}
 	if groups[groupMetrics] {
 		item.Latency, item.TotalCost = t.LatencySeconds, t.TotalCost

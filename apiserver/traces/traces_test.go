@@ -100,7 +100,8 @@ func TestList(t *testing.T) {
 	assert.InDelta(t, 3.0, chat.Latency, 1e-9)
 	assert.InDelta(t, 0.03, chat.TotalCost, 1e-9)
 	assert.Equal(t, []string{"a000000000000001", "a000000000000002"}, chat.Observations)
-	assert.Nil(t, chat.Scores, "score ids are not listed yet")
+	assert.Equal(t, []string{"score-1", "score-2"}, chat.Scores, "the trace's and its observations' scores, oldest first")
+	assert.Equal(t, []string{}, all.Data[0].Scores, "a trace without scores")
 	assert.Equal(t, []string{"x", "y"}, chat.Tags)
 	assert.Equal(t, "prod", chat.Environment)
 	assert.Equal(t, "u1", *chat.UserID)
@@ -145,6 +146,11 @@ func TestList(t *testing.T) {
 	assert.Equal(t, []string{}, core.Scores)
 	assert.Equal(t, -1.0, core.Latency)
 	assert.Equal(t, -1.0, core.TotalCost)
+
+	scored := f.list(t, "fields=core,scores&limit=1&page=2").Data[0]
+	assert.Equal(t, traceChat, scored.ID)
+	assert.Equal(t, []string{"score-1", "score-2"}, scored.Scores)
+	assert.Equal(t, []string{}, scored.Observations)
 }
 
 func TestListBadParameters(t *testing.T) {

@@ -185,4 +185,6 @@ func runEveryRead(t *testing.T, s *chstore.Store) {
 	require.NoError(t, err)
 	_, err = s.TraceScores(ctx, "proj", ids[1])
 	require.NoError(t, err)
+	_, err = s.TraceScoreIDs(ctx, "proj", ids[:3])
+	require.NoError(t, err)
 }

@@ -53,3 +53,36 @@ func (s *Store) TraceScores(ctx context.Context, projectID, traceID string) ([]S
 	}
 	return scores, nil
 }
+
+// TraceScoreIDs returns, in one read, the score ids of each of the traces
+// (scores of their observations included), oldest first. Traces without
+// visible scores have no entry.
+func (s *Store) TraceScoreIDs(ctx context.Context, projectID string, traceIDs []string) (map[string][]string, error) {
+	if projectID == "" {
+		return nil, fmt.Errorf("%w: project id is required", ErrInvalid)
+	}
+	out := map[string][]string{}
+	if len(traceIDs) == 0 {
+		return out, nil
+	}
+	latest, args := s.latestTraceScores(projectID, traceIDs, "id, trace_id, timestamp_us, event_ts")
+	visible := &where{}
+	s.visibleScores(visible, projectID)
+	query := "SELECT trace_id, arrayMap(sc -> sc.2, arraySort(groupArray((timestamp_us, id)))) FROM (" + latest + ") AS latest WHERE " +
+		visible.String() + " GROUP BY trace_id"
+	err := s.query(ctx, query, append(args, visible.args...), func(r rowScanner) error {
+		var (
+			trace string
+			ids   []string
+		)
+		if err := r.Scan(&trace, &ids); err != nil {
+			return err
+		}
+		out[trace] = ids
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read score ids of %d traces: %w", len(traceIDs), err)
+	}
+	return out, nil
+}

@@ -53,18 +53,30 @@ func TestTraceScores(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got)
 
+	byTrace, err := s.TraceScoreIDs(ctx, "proj", []string{traceA, traceB, traceC})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{traceA: {"a-first", "a-moved", "a-late"}, traceB: {"b-only"}}, byTrace)
+
 	// Deleted scores and the scores of deleted traces disappear at once.
 	require.NoError(t, s.DeleteScore(ctx, "proj", "a-first"))
 	require.NoError(t, s.DeleteTraces(ctx, "proj", []string{traceB}))
 	got, err = s.TraceScores(ctx, "proj", traceA)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a-moved", "a-late"}, scoreIDs(got))
+	byTrace, err = s.TraceScoreIDs(ctx, "proj", []string{traceA, traceB})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{traceA: {"a-moved", "a-late"}}, byTrace)
 	got, err = s.TraceScores(ctx, "proj", traceB)
 	require.NoError(t, err)
 	assert.Empty(t, got)
 
 	_, err = s.TraceScores(ctx, "", traceA)
 	assert.ErrorIs(t, err, chstore.ErrInvalid)
+	_, err = s.TraceScoreIDs(ctx, "", []string{traceA})
+	assert.ErrorIs(t, err, chstore.ErrInvalid)
+	byTrace, err = s.TraceScoreIDs(ctx, "proj", nil)
+	require.NoError(t, err)
+	assert.Empty(t, byTrace)
 }
 
 // Scores stored before the trace index existed are found once the schema
