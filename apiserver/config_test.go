@@ -32,6 +32,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative timeout", func(c *Config) { c.ClickHouse.QueryTimeout = -time.Second }, []string{"timeouts"}},
 		{"no body limit", func(c *Config) { c.MaxRequestBodyBytes = 0 }, []string{"max_request_body_bytes"}},
 		{"no large body limit", func(c *Config) { c.MaxLargeRequestBodyBytes = -1 }, []string{"max_large_request_body_bytes"}},
+		{"webhook host with a port", func(c *Config) { c.Evaluation.WebhookAllowedHosts = []string{"hooks.example.com:443"} },
+			[]string{"evaluation.webhook_allowed_hosts"}},
 		{"several at once", func(c *Config) { c.Listen = "x"; c.ControlPlane.DSN = "" }, []string{"listen", "control_plane.dsn"}},
 	}
 	for _, tt := range tests {

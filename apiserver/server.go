@@ -128,8 +128,9 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, ingestion.Routes(ch, cp, logger)...)
 	routes = append(routes, models.Routes(cp)...)
 	routes = append(routes, projectsettings.Routes(cp)...)
-	box, _ := secretBox() // New has refused a malformed key
-	routes = append(routes, evaluations.Routes(cp, box)...)
+	box, _ := secretBox()                    // New has refused a malformed key
+	webhooks, _ := cfg.Evaluation.Webhooks() // and Validate malformed hosts
+	routes = append(routes, evaluations.Routes(cp, box, webhooks)...)
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }

@@ -45,15 +45,22 @@ type Store interface {
 	ListExperiments(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Experiment, int, error)
 }
 
+// WebhookPolicy decides which URLs webhook evaluators may call.
+type WebhookPolicy interface {
+	CheckURL(raw string) error
+}
+
 type handlers struct {
-	store Store
-	box   *controlplane.SecretBox
+	store    Store
+	box      *controlplane.SecretBox
+	webhooks WebhookPolicy
 }
 
 // Routes returns the evaluation routes; box seals LLM connection secrets
-// (nil when GLASSBOX_ENCRYPTION_KEY is unset: connections cannot be saved).
-func Routes(store Store, box *controlplane.SecretBox) []httpx.Route {
-	h := handlers{store: store, box: box}
+// (nil when GLASSBOX_ENCRYPTION_KEY is unset: connections cannot be saved),
+// webhooks refuses webhook evaluators whose URL it does not allow.
+func Routes(store Store, box *controlplane.SecretBox, webhooks WebhookPolicy) []httpx.Route {
+	h := handlers{store: store, box: box, webhooks: webhooks}
 	var routes []httpx.Route
 	routes = append(routes, h.connectionRoutes()...)
 	routes = append(routes, h.evaluatorRoutes()...)

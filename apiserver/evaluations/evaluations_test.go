@@ -12,6 +12,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
@@ -32,7 +33,9 @@ func setup(t *testing.T, withKey bool) fixture {
 		box, err = controlplane.SecretBoxFromEnv(func(string) string { return testKey })
 		require.NoError(t, err)
 	}
-	h, err := httpx.NewRouter(Routes(store, box), httpx.Options{Verifier: store})
+	webhooks, err := egress.New([]string{"example.com"})
+	require.NoError(t, err)
+	h, err := httpx.NewRouter(Routes(store, box, webhooks), httpx.Options{Verifier: store})
 	require.NoError(t, err)
 	return fixture{h: h, store: store, a: apitest.Seed(t, store, "a"), b: apitest.Seed(t, store, "b")}
 }
@@ -151,6 +154,45 @@ func TestEvaluatorRoutes(t *testing.T) {
 
 	call(t, f, http.MethodDelete, "/api/public/evals/evaluators/"+hook.ID, f.b.ProjectAuth, nil, http.StatusNotFound)
 	call(t, f, http.MethodDelete, "/api/public/evals/evaluators/"+hook.ID, f.a.ProjectAuth, nil, http.StatusOK)
+}
+
+// Webhook URLs are held against evaluation.webhook_allowed_hosts when an
+// evaluator is saved; the field at fault is named.
+func TestWebhookURLsFollowTheEgressPolicy(t *testing.T) {
+	f := setup(t, false)
+	hook := func(name, url string) map[string]any {
+		return map[string]any{"name": name, "kind": "webhook", "scoreName": "tone", "url": url,
+			"output": map[string]any{"dataType": "BOOLEAN"}}
+	}
+	allowed := createEvaluator(t, f, hook("allowed", "https://example.com/score"))
+	for url, reason := range map[string]string{
+		"https://evil.example.net/score":          `host \"evil.example.net\" is not listed in ` + egress.ConfigKey,
+		"http://127.0.0.1:8123/?query=DROP+TABLE": "address 127.0.0.1 is not listed in " + egress.ConfigKey,
+		"http://169.254.169.254/latest/meta-data": "address 169.254.169.254 is not listed",
+		"file:///etc/passwd":                      "not an absolute http(s) URL",
+	} {
+		rec := call(t, f, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, hook("refused", url), http.StatusBadRequest)
+		assert.Contains(t, rec.Body.String(), "Invalid url: ", url)
+		assert.Contains(t, rec.Body.String(), reason, url)
+	}
+	rec := call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+allowed.ID, f.a.ProjectAuth,
+		map[string]any{"url": "http://localhost:3000/api/public/projects"}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), egress.ConfigKey)
+
+	// An evaluator saved under a wider policy can still be edited; only its
+	// calls are refused.
+	old, err := f.store.CreateEvaluator(context.Background(), f.a.ProjectID, controlplane.NewEvaluator{Name: "old",
+		Kind: controlplane.EvaluatorWebhook, ScoreName: "tone", URL: "https://old.example.org/score",
+		Output: controlplane.ScoreOutput{DataType: controlplane.ScoreBoolean}})
+	require.NoError(t, err)
+	call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+old.ID, f.a.ProjectAuth, map[string]any{"name": "renamed"}, http.StatusOK)
+
+	// Without a policy, webhooks are off.
+	h, err := httpx.NewRouter(Routes(f.store, nil, egress.Policy{}), httpx.Options{Verifier: f.store})
+	require.NoError(t, err)
+	rec = apitest.Do(t, h, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, hook("off", "https://example.com/score"))
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "webhooks are off until "+egress.ConfigKey+" lists the hosts")
 }
 
 func TestRuleAndJobRoutes(t *testing.T) {

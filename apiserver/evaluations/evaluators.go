@@ -159,6 +159,9 @@ func (h handlers) createEvaluator(r *http.Request) (any, error) {
 	if err := checkExpression(controlplane.Evaluator{Kind: n.Kind, Expression: n.Expression, Variables: n.Variables}); err != nil {
 		return nil, err
 	}
+	if err := h.checkURL(n.Kind, n.URL); err != nil {
+		return nil, err
+	}
 	e, err := h.store.CreateEvaluator(r.Context(), httpx.ProjectID(r), n)
 	if err != nil {
 		return nil, storeError(err)
@@ -174,6 +177,19 @@ func checkExpression(e controlplane.Evaluator) error {
 	}
 	if _, err := evaluator.CompileCEL(e.Expression, e.NeededVariables()); err != nil {
 		return httpx.BadRequest("Invalid expression: %v", err)
+	}
+	return nil
+}
+
+// checkURL holds a webhook evaluator's URL against the egress policy, so
+// that a host the operator has not allowed is a 400 now; calls are checked
+// again, since the policy may change.
+func (h handlers) checkURL(kind, raw string) error {
+	if kind != controlplane.EvaluatorWebhook {
+		return nil
+	}
+	if err := h.webhooks.CheckURL(raw); err != nil {
+		return httpx.BadRequest("Invalid url: %v", err)
 	}
 	return nil
 }
@@ -204,7 +220,7 @@ func (h handlers) updateEvaluator(r *http.Request) (any, error) {
 		u.Variables = fromVariables(req.Variables)
 	}
 	id, project := r.PathValue("evaluatorId"), httpx.ProjectID(r)
-	if u.Expression != nil || u.Variables != nil {
+	if u.Expression != nil || u.Variables != nil || u.URL != nil {
 		current, err := h.store.GetEvaluator(r.Context(), project, id)
 		if err != nil {
 			return nil, storeError(err)
@@ -217,6 +233,13 @@ func (h handlers) updateEvaluator(r *http.Request) (any, error) {
 		}
 		if err := checkExpression(current); err != nil {
 			return nil, err
+		}
+		// Only a new URL is checked: a tightened policy must not block edits
+		// of other fields (its calls are refused anyway).
+		if u.URL != nil {
+			if err := h.checkURL(current.Kind, *u.URL); err != nil {
+				return nil, err
+			}
 		}
 	}
 	e, err := h.store.UpdateEvaluator(r.Context(), project, id, u)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
@@ -216,8 +217,13 @@ func (w *Worker) cel(ctx context.Context, ev evaluation, values map[string]any) 
 	return result, nil
 }
 
-// webhook POSTs the variables within the evaluator's time limit.
+// webhook POSTs the variables within the evaluator's time limit, to a URL
+// the egress policy allows now (it may have changed since the evaluator
+// was saved). A refusal is final.
 func (w *Worker) webhook(ctx context.Context, ev evaluation, values map[string]any) (evaluator.Result, error) {
+	if err := w.webhooks.CheckURL(ev.evaluator.URL); err != nil {
+		return evaluator.Result{}, permanent(err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, ev.evaluator.Timeout)
 	defer cancel()
 	out := ev.evaluator.Output
@@ -233,7 +239,7 @@ func (w *Worker) webhook(ctx context.Context, ev evaluation, values map[string]a
 			return result, nil
 		}
 	}
-	if evaluator.Permanent(err) {
+	if evaluator.Permanent(err) || errors.Is(err, egress.ErrDenied) {
 		return evaluator.Result{}, permanent(err)
 	}
 	return evaluator.Result{}, err

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
@@ -49,6 +50,12 @@ type Config struct {
 	BackfillPageSize int `mapstructure:"backfill_page_size"`
 	// JobRetention is how long finished jobs stay listable.
 	JobRetention time.Duration `mapstructure:"job_retention"`
+	// WebhookAllowedHosts are the hosts webhook evaluators may call: names
+	// (hooks.example.com), subdomain wildcards (*.example.com), addresses
+	// and ranges (10.0.0.0/8). Empty turns webhooks off. Loopback and
+	// link-local addresses are reached only when listed as addresses (or,
+	// for loopback, as localhost), whatever name leads to them.
+	WebhookAllowedHosts []string `mapstructure:"webhook_allowed_hosts"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -84,7 +91,13 @@ func (c Config) Validate() error {
 	check(c.RetryBackoff > 0 && c.MaxRetryBackoff >= c.RetryBackoff, "retry_backoff must be positive and at most max_retry_backoff")
 	check(c.BackfillPageSize > 0 && c.BackfillPageSize <= 1000, "backfill_page_size must be 1 to 1000")
 	check(c.JobRetention > 0, "job_retention must be positive")
-	return errors.Join(errs...)
+	_, err := c.Webhooks()
+	return errors.Join(append(errs, err)...)
+}
+
+// Webhooks is the egress policy of webhook evaluators.
+func (c Config) Webhooks() (egress.Policy, error) {
+	return egress.New(c.WebhookAllowedHosts)
 }
 
 // ControlPlane is what the workers need of the control plane store.
@@ -130,9 +143,10 @@ type Worker struct {
 	owner  string
 	now    func() time.Time
 
-	llm    *llm.Client
-	http   *http.Client
-	pricer *pricing.Pricer
+	llm      *llm.Client
+	webhooks egress.Policy
+	http     *http.Client // connects only where webhooks allows
+	pricer   *pricing.Pricer
 
 	semMu sync.Mutex
 	sems  map[string]chan struct{} // per LLM connection id
@@ -153,16 +167,21 @@ func New(cfg Config, cp ControlPlane, ch Traces, box *controlplane.SecretBox, lo
 	if err != nil {
 		return nil, err
 	}
+	webhooks, err := cfg.Webhooks()
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	return &Worker{
 		cfg: cfg, cp: cp, ch: ch, box: box, logger: logger,
-		owner:  host + "/" + uuid.NewString(),
-		now:    time.Now,
-		llm:    llm.NewClient(),
-		http:   &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		pricer: pricing.NewPricer(builtin, pricing.DefaultCacheSize),
-		sems:   map[string]chan struct{}{},
-		wake:   make(chan struct{}, 1),
+		owner:    host + "/" + uuid.NewString(),
+		now:      time.Now,
+		llm:      llm.NewClient(),
+		webhooks: webhooks,
+		http:     webhooks.Client(),
+		pricer:   pricing.NewPricer(builtin, pricing.DefaultCacheSize),
+		sems:     map[string]chan struct{}{},
+		wake:     make(chan struct{}, 1),
 	}, nil
 }
 

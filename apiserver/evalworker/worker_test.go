@@ -286,7 +286,9 @@ func TestCELAndWebhookEvaluatorsScore(t *testing.T) {
 	e.insertTrace(1, time.Now(), nil)
 	e.enqueue(evaljobs.Job{RuleID: celRule.ID, TraceID: traceID(1), ObservationID: spanID(3)},
 		evaljobs.Job{RuleID: webRule.ID, TraceID: traceID(1)})
-	e.start(testConfig())
+	cfg := testConfig()
+	cfg.WebhookAllowedHosts = []string{"127.0.0.1"}
+	e.start(cfg)
 	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
 		require.Equal(t, controlplane.JobSucceeded, j.Status, j.LastError)
 		assert.Empty(t, j.ExecutionTraceID, "code evaluators make no LLM call")
@@ -306,6 +308,44 @@ func TestCELAndWebhookEvaluatorsScore(t *testing.T) {
 	assert.Equal(t, "four", hookBody["variables"].(map[string]any)["output"])
 	assert.Equal(t, traceID(1), hookBody["target"].(map[string]any)["traceId"])
 	assert.Empty(t, e.llm.Requests())
+}
+
+// The egress policy is applied again when a webhook is called: an evaluator
+// saved before the policy changed (or written straight to the store) fails
+// at once, without a retry and without reaching the host.
+func TestWebhookCallsFollowTheEgressPolicy(t *testing.T) {
+	e := newEnv(t, apitest.ControlPlane(t), nil)
+	var calls atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		_, _ = w.Write([]byte(`{"value":true}`))
+	}))
+	defer hook.Close()
+	port := hook.URL[strings.LastIndex(hook.URL, ":")+1:]
+	rules := map[string]string{}
+	for name, url := range map[string]string{
+		"unlisted": "https://hooks.example.net/score",
+		"loopback": hook.URL,
+		"by name":  "http://localhost:" + port + "/",
+	} {
+		ev := e.evaluator(controlplane.NewEvaluator{Name: name, Kind: controlplane.EvaluatorWebhook, ScoreName: "ok",
+			Output: controlplane.ScoreOutput{DataType: controlplane.ScoreBoolean}, URL: url})
+		rules[e.rule(controlplane.NewEvalRule{Name: name, EvaluatorID: ev.ID, Target: evaljobs.TargetTrace}).ID] = name
+	}
+	e.insertTrace(1, time.Now(), nil)
+	for id := range rules {
+		e.enqueue(evaljobs.Job{RuleID: id, TraceID: traceID(1)})
+	}
+	cfg := testConfig()
+	cfg.WebhookAllowedHosts = []string{"*.example.com"}
+	e.start(cfg)
+	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
+		name := rules[j.RuleID]
+		assert.Equal(t, controlplane.JobFailed, j.Status, name)
+		assert.Equal(t, 1, j.Attempts, "%s: a refusal is not retried", name)
+		assert.Contains(t, j.LastError, "evaluation.webhook_allowed_hosts", name)
+	}
+	assert.Zero(t, calls.Load(), "no refused call reaches the host")
 }
 
 func TestJobsAreSkippedWhenTheirRuleNoLongerApplies(t *testing.T) {
@@ -506,6 +546,11 @@ func TestConfigValidate(t *testing.T) {
 	}
 	_, err = New(cfg, nil, nil, nil, zap.NewNop())
 	assert.Error(t, err)
+
+	cfg = NewDefaultConfig()
+	cfg.WebhookAllowedHosts = []string{"hooks.example.com", "https://hooks.example.com/score"}
+	err = cfg.Validate()
+	assert.ErrorContains(t, err, `evaluation.webhook_allowed_hosts: "https://hooks.example.com/score" is not a host name`)
 }
 
 func TestBackoffDoublesWithJitterUpToTheCap(t *testing.T) {

@@ -40,6 +40,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "clickhouse://ch:9000", cfg.ClickHouse.DSN)
 	assert.Equal(t, "glassbox", cfg.ClickHouse.Database)
 	assert.True(t, cfg.InitFromEnv)
+	assert.Equal(t, []string{"hooks.example.com", "*.svc.internal"}, cfg.Evaluation.WebhookAllowedHosts)
 	assert.Equal(t, apiserver.NewDefaultConfig().MaxRequestBodyBytes, cfg.MaxRequestBodyBytes, "unset keys keep their defaults")
 
 	cfg, err = loadConfig("")

@@ -1,0 +1,163 @@
+package egress
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewRejectsMalformedEntries(t *testing.T) {
+	for _, bad := range []string{"", "https://hooks.example.com", "hooks.example.com:8080", "hooks.example.com/x", "*", "*.", "a..b",
+		"10.0.0.0/33", "host name"} {
+		_, err := New([]string{bad})
+		require.Error(t, err, bad)
+		assert.ErrorContains(t, err, ConfigKey)
+	}
+	_, err := New([]string{"Hooks.Example.com.", "*.svc.example.com", "10.0.0.7", "10.1.0.0/16", "::1", "localhost"})
+	assert.NoError(t, err)
+}
+
+func TestCheckURL(t *testing.T) {
+	var none Policy
+	assert.False(t, none.Enabled())
+	err := none.CheckURL("https://hooks.example.com/score")
+	require.ErrorIs(t, err, ErrDenied)
+	assert.ErrorContains(t, err, "webhooks are off until "+ConfigKey)
+
+	p, err := New([]string{"hooks.example.com", "*.svc.example.com", "10.1.0.0/16", "192.0.2.7", "localhost"})
+	require.NoError(t, err)
+	for _, ok := range []string{
+		"https://hooks.example.com/score", "http://HOOKS.example.com.:8080/x", "https://a.svc.example.com/", "https://a.b.svc.example.com/",
+		"http://10.1.2.3:9000/", "http://192.0.2.7/", "http://localhost:8080/",
+	} {
+		assert.NoError(t, p.CheckURL(ok), ok)
+	}
+	for bad, reason := range map[string]string{
+		"ftp://hooks.example.com/":        "http(s)",
+		"/relative":                       "http(s)",
+		"https://evil.example.com/":       `host "evil.example.com" is not listed`,
+		"https://svc.example.com/":        `host "svc.example.com" is not listed`, // a wildcard covers subdomains only
+		"https://hooks.example.com.evil/": "is not listed",
+		"http://10.2.0.1/":                "address 10.2.0.1 is not listed",
+		"http://127.0.0.1:8123/":          "address 127.0.0.1 is not listed",
+		"http://[::1]:8123/":              "address ::1 is not listed",
+		"http://169.254.169.254/latest/":  "address 169.254.169.254 is not listed",
+	} {
+		err := p.CheckURL(bad)
+		require.ErrorIs(t, err, ErrDenied, bad)
+		assert.ErrorContains(t, err, reason, bad)
+	}
+}
+
+// Local addresses need an entry of their own, whatever name leads to them.
+func TestCheckAddr(t *testing.T) {
+	p, err := New([]string{"*.example.com", "localhost", "fd00::/8"})
+	require.NoError(t, err)
+	public, loopback := netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")
+	assert.NoError(t, p.CheckAddr("a.example.com", public))
+	assert.NoError(t, p.CheckAddr("localhost", loopback), "localhost is listed")
+	assert.NoError(t, p.CheckAddr("localhost", netip.MustParseAddr("::1")))
+	assert.NoError(t, p.CheckAddr("a.example.com", netip.MustParseAddr("fd00::1")), "a listed range")
+	for _, addr := range []string{"127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "0.0.0.0", "169.254.169.254", "fe80::1"} {
+		err := p.CheckAddr("a.example.com", netip.MustParseAddr(addr))
+		require.ErrorIs(t, err, ErrDenied, addr)
+		assert.ErrorContains(t, err, "resolves to the local address", addr)
+	}
+
+	loopbackListed, err := New([]string{"*.example.com", "127.0.0.0/8"})
+	require.NoError(t, err)
+	assert.NoError(t, loopbackListed.CheckAddr("a.example.com", loopback))
+	assert.Error(t, loopbackListed.CheckAddr("a.example.com", netip.MustParseAddr("::1")), "only the listed range")
+}
+
+// serve starts a webhook that counts its calls, and a policy whose names
+// all resolve to its (loopback) address.
+func serve(t *testing.T, h http.HandlerFunc) (*httptest.Server, string) {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	return srv, u.Port()
+}
+
+func resolveTo(p *Policy, addr string) {
+	p.lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr(addr)}, nil
+	}
+}
+
+func post(t *testing.T, p Policy, target string) (*http.Response, error) {
+	t.Helper()
+	c := p.Client()
+	t.Cleanup(c.CloseIdleConnections)
+	resp, err := c.Post(target, "application/json", nil)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	}
+	return resp, err
+}
+
+func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
+	var calls atomic.Int32
+	_, port := serve(t, func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})
+
+	// A listed name that resolves to loopback is refused before connecting.
+	p, err := New([]string{"hooks.example.com"})
+	require.NoError(t, err)
+	resolveTo(&p, "127.0.0.1")
+	_, err = post(t, p, "http://hooks.example.com:"+port+"/")
+	require.ErrorIs(t, err, ErrDenied)
+	assert.ErrorContains(t, err, "resolves to the local address 127.0.0.1")
+
+	// A host the list does not name is refused even when the URL check was skipped.
+	_, err = post(t, p, "http://other.example.com:"+port+"/")
+	assert.ErrorIs(t, err, ErrDenied)
+	assert.Zero(t, calls.Load())
+
+	// Listing the loopback address, or localhost, lets the call through.
+	for host, entries := range map[string][]string{"hooks.example.com": {"hooks.example.com", "127.0.0.1"}, "localhost": {"localhost"}} {
+		p, err := New(entries)
+		require.NoError(t, err)
+		resolveTo(&p, "127.0.0.1")
+		resp, err := post(t, p, "http://"+host+":"+port+"/")
+		require.NoError(t, err, entries)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	assert.Equal(t, int32(2), calls.Load())
+
+	// Every address of a name must pass, not just the first one tried.
+	mixed, err := New([]string{"hooks.example.com"})
+	require.NoError(t, err)
+	mixed.lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	_, err = mixed.dial(context.Background(), "tcp", net.JoinHostPort("hooks.example.com", port))
+	assert.ErrorIs(t, err, ErrDenied)
+	assert.Equal(t, int32(2), calls.Load())
+}
+
+// A redirect is the webhook's answer, not a second request: otherwise an
+// allowed host could send the server anywhere.
+func TestClientFollowsNoRedirect(t *testing.T) {
+	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	p, err := New([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	resp, err := post(t, p, srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusFound, resp.StatusCode)
+}
