@@ -59,6 +59,8 @@ func Routes(store Store) []httpx.Route {
 		{Name: "cursor", Type: httpx.TypeString, Description: "meta.cursor of the previous page."},
 		{Name: "expandMetadata", Type: httpx.TypeString, Description: "Accepted for compatibility; metadata values are never truncated."},
 		{Name: "parseIoAsJson", Type: httpx.TypeBoolean, Description: "Deprecated; true is refused, input and output are raw strings."},
+		{Name: "sessionId", Type: httpx.TypeString, Description: "Observations of traces that carried this session id."},
+		{Name: "isRootObservation", Type: httpx.TypeBoolean, Description: "true: trace roots only (no parent, or marked the trace root); false: all others."},
 	}, filterParams...)
 	return []httpx.Route{
 		{
@@ -117,9 +119,6 @@ func (h handlers) list(r *http.Request) (any, error) {
 
 func (h handlers) listV2(r *http.Request) (any, error) {
 	q := httpx.QueryOf(r)
-	if err := q.Unsupported("sessionId", "isRootObservation"); err != nil {
-		return nil, err
-	}
 	limit, err := q.Int("limit", defaultV2Limit, 1, maxV2Limit)
 	if err != nil {
 		return nil, err
@@ -141,7 +140,10 @@ func (h handlers) listV2(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.Limit, f.Cursor = limit, cursor
+	if f.Root, err = q.Bool("isRootObservation"); err != nil {
+		return nil, err
+	}
+	f.SessionID, f.Limit, f.Cursor = q.String("sessionId"), limit, cursor
 	res, err := h.store.ListObservations(r.Context(), f)
 	if err != nil {
 		return nil, StoreError(err, "Observations")

@@ -37,7 +37,7 @@ func setup(t *testing.T) fixture {
 	f := fixture{a: apitest.Seed(t, cp, "a"), b: apitest.Seed(t, cp, "b")}
 
 	root := apitest.Obs(f.a.ProjectID, traceA, "a000000000000001", 0)
-	root.UserID, root.IsRoot, root.TraceName, root.Tags = "u1", true, "chat", []string{"t"}
+	root.UserID, root.SessionID, root.IsRoot, root.TraceName, root.Tags = "u1", "s1", true, "chat", []string{"t"}
 	gen := apitest.Obs(f.a.ProjectID, traceA, "a000000000000002", time.Second)
 	gen.ParentID, gen.Type, gen.Name, gen.Level = root.ID, model.TypeGeneration, "llm", model.LevelWarning
 	gen.Model, gen.Input, gen.Output = "gpt-4o", `{"q":1}`, "text out"
@@ -171,25 +171,43 @@ func TestListV2(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"b000000000000001", "a000000000000003", "a000000000000002", "a000000000000001"}, seen)
+
+	for query, want := range map[string][]string{
+		"sessionId=s1":                            {"a000000000000003", "a000000000000002", "a000000000000001"},
+		"sessionId=s2":                            {},
+		"isRootObservation=true":                  {"b000000000000001", "a000000000000001"},
+		"isRootObservation=false":                 {"a000000000000003", "a000000000000002"},
+		"isRootObservation=true&sessionId=s1":     {"a000000000000001"},
+		"isRootObservation=false&userId=u2":       {},
+		"isRootObservation=false&type=GENERATION": {"a000000000000002"},
+	} {
+		t.Run(query, func(t *testing.T) {
+			got := []string{}
+			for _, o := range get[V2List](t, f, "/api/public/v2/observations?"+query).Data {
+				got = append(got, o.ID)
+			}
+			assert.Equal(t, want, got)
+		})
+	}
 }
 
 func TestBadParameters(t *testing.T) {
 	f := setup(t)
 	for target, param := range map[string]string{
-		"/api/public/observations?page=0":                 "page",
-		"/api/public/observations?type=SPANNER":           "type",
-		"/api/public/observations?level=LOUD":             "level",
-		"/api/public/observations?fromStartTime=monday":   "fromStartTime",
-		"/api/public/observations?filter=[]":              "filter",
-		"/api/public/v2/observations?limit=1001":          "limit",
-		"/api/public/v2/observations?fields=core,cost":    "fields",
-		"/api/public/v2/observations?cursor=not-base64!":  "cursor",
-		"/api/public/v2/observations?name=%zz":            "query string",
-		"/api/public/v2/observations?cursor=e30=":         "cursor",
-		"/api/public/v2/observations?parseIoAsJson=true":  "parseIoAsJson",
-		"/api/public/v2/observations?parseIoAsJson=maybe": "parseIoAsJson",
-		"/api/public/v2/observations?sessionId=s1":        "sessionId",
-		"/api/public/v2/observations?toStartTime=noon":    "toStartTime",
+		"/api/public/observations?page=0":                   "page",
+		"/api/public/observations?type=SPANNER":             "type",
+		"/api/public/observations?level=LOUD":               "level",
+		"/api/public/observations?fromStartTime=monday":     "fromStartTime",
+		"/api/public/observations?filter=[]":                "filter",
+		"/api/public/v2/observations?limit=1001":            "limit",
+		"/api/public/v2/observations?fields=core,cost":      "fields",
+		"/api/public/v2/observations?cursor=not-base64!":    "cursor",
+		"/api/public/v2/observations?name=%zz":              "query string",
+		"/api/public/v2/observations?cursor=e30=":           "cursor",
+		"/api/public/v2/observations?parseIoAsJson=true":    "parseIoAsJson",
+		"/api/public/v2/observations?parseIoAsJson=maybe":   "parseIoAsJson",
+		"/api/public/v2/observations?isRootObservation=yes": "isRootObservation",
+		"/api/public/v2/observations?toStartTime=noon":      "toStartTime",
 	} {
 		t.Run(target, func(t *testing.T) {
 			rec := apitest.Do(t, f.h, http.MethodGet, target, f.a.ProjectAuth, nil)

@@ -11,11 +11,16 @@ type ObservationFilter struct {
 	ProjectID string
 	TraceID   string
 	Name      string
-	// UserID matches observations of traces that carried this user id.
-	UserID   string
-	Type     string
-	Level    string
-	ParentID string
+	// UserID and SessionID match observations of traces that carried this
+	// user id or session id.
+	UserID    string
+	SessionID string
+	Type      string
+	Level     string
+	ParentID  string
+	// Root, when set, keeps only the trace roots (true) or only the other
+	// observations (false). A root has no parent or was marked the trace root.
+	Root *bool
 	// Environment matches any of the listed environments.
 	Environment []string
 	// From (inclusive) and To (exclusive) bound the start time, Unix µs.
@@ -163,8 +168,18 @@ func (s *Store) ListObservations(ctx context.Context, f ObservationFilter) (Obse
 	if len(f.Environment) > 0 {
 		w.add("has(?, environment)", f.Environment)
 	}
-	if f.UserID != "" {
-		w.add("trace_id GLOBAL IN (SELECT trace_id FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND user_id = ?)", f.ProjectID, f.UserID)
+	for _, c := range []struct{ column, value string }{{"user_id", f.UserID}, {"session_id", f.SessionID}} {
+		if c.value != "" {
+			w.add("trace_id GLOBAL IN (SELECT trace_id FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND "+c.column+" = ?)",
+				f.ProjectID, c.value)
+		}
+	}
+	switch {
+	case f.Root == nil:
+	case *f.Root:
+		w.add("(is_root = 1 OR parent_id = '')")
+	default:
+		w.add("is_root = 0 AND parent_id != ''")
 	}
 	s.notDeleted(w, f.ProjectID)
 

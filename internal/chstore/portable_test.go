@@ -163,6 +163,10 @@ func runEveryRead(t *testing.T, s *chstore.Store) {
 	require.NoError(t, err)
 	_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 1, ParentID: ids[3][:4] + "root"})
 	require.NoError(t, err)
+	for _, root := range []bool{true, false} {
+		_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Limit: 5, SessionID: "s1", Root: &root})
+		require.NoError(t, err)
+	}
 	_, err = s.GetObservation(ctx, "proj", ids[4][:4]+"kid")
 	require.NoError(t, err)
 

@@ -381,6 +381,8 @@ func TestListObservations(t *testing.T) {
 	assert.Equal(t, 8, count(chstore.ObservationFilter{Environment: []string{"staging"}}))
 	assert.Equal(t, 4, count(chstore.ObservationFilter{From: base + 2*minute, To: base + 4*minute}))
 	assert.Equal(t, 24, count(chstore.ObservationFilter{Version: "v1"}))
+	assert.Equal(t, 8, count(chstore.ObservationFilter{SessionID: "s1"}), "children of the session's traces count too")
+	assert.Equal(t, 1, count(chstore.ObservationFilter{SessionID: "s1", UserID: "u0", Root: ptr(true)}), "trace 6's root")
 
 	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 2, Limit: 5})
 	require.NoError(t, err)
@@ -410,7 +412,19 @@ func TestListObservations(t *testing.T) {
 	assert.Equal(t, ids[2], o.TraceID)
 	_, err = s.GetObservation(ctx, "proj", "missing")
 	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	// A span marked the trace root counts as a root although it has a parent.
+	asRoot := model.Observation{
+		ProjectID: "proj", TraceID: "a5a5" + ids[0][4:], ID: "a5a5root", ParentID: "remote-parent", IsRoot: true,
+		Type: model.TypeSpan, Name: "root", StartTime: base, Level: model.LevelDefault, Metadata: "{}", TraceMetadata: "{}",
+	}
+	require.NoError(t, s.InsertObservations(ctx, []model.Observation{asRoot}))
+	assert.Equal(t, 13, count(chstore.ObservationFilter{Root: ptr(true)}))
+	assert.Equal(t, 12, count(chstore.ObservationFilter{Root: ptr(false)}))
+	assert.Equal(t, 1, count(chstore.ObservationFilter{Root: ptr(true), ParentID: "remote-parent"}))
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestSessions(t *testing.T) {
 	s := chtest.Store(t)
