@@ -24,6 +24,14 @@ if [ -z "${GLASSBOX_INIT_PUBLIC_KEY:-}" ] || [ -z "${GLASSBOX_INIT_SECRET_KEY:-}
   fi
   set -a; . "$data/init.env"; set +a
 fi
+# The key that encrypts LLM connection secrets at rest: generated once and kept.
+if [ -z "${GLASSBOX_ENCRYPTION_KEY:-}" ]; then
+  if [ ! -f "$data/encryption.key" ]; then
+    (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$data/encryption.key")
+  fi
+  GLASSBOX_ENCRYPTION_KEY=$(cat "$data/encryption.key")
+  export GLASSBOX_ENCRYPTION_KEY
+fi
 export GLASSBOX_INIT_PROJECT_ID=${GLASSBOX_INIT_PROJECT_ID:-default}
 export GLASSBOX_INIT_PROJECT_NAME=${GLASSBOX_INIT_PROJECT_NAME:-Default project}
 export GLASSBOX_INIT_ORG_ID=${GLASSBOX_INIT_ORG_ID:-default}
