@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,39 @@ func (p *Pricer) SetProjectModels(models map[string][]Model) error {
 	}
 	p.projects.Store(next)
 	return errors.Join(errs...)
+}
+
+// SetModelsOf replaces one project's definitions and keeps the others'.
+// Unchanged definitions keep their compiled catalogue (and cache entries);
+// invalid ones are left out and reported, the valid ones still apply. It
+// suits a caller that loads one project's definitions when it needs them,
+// and is safe to call concurrently for different projects.
+func (p *Pricer) SetModelsOf(projectID string, models []Model) error {
+	for {
+		prev := p.projects.Load()
+		old, had := prev.sources[projectID]
+		if !had && len(models) == 0 || had && reflect.DeepEqual(old, models) {
+			return nil
+		}
+		next := &projectSet{catalogues: maps.Clone(prev.catalogues), sources: maps.Clone(prev.sources)}
+		if next.catalogues == nil {
+			next.catalogues, next.sources = map[string]*Catalogue{}, map[string][]Model{}
+		}
+		var err error
+		if len(models) == 0 {
+			delete(next.catalogues, projectID)
+			delete(next.sources, projectID)
+		} else {
+			var c *Catalogue
+			if c, err = Compile(models); err != nil {
+				err = fmt.Errorf("project %q: %w", projectID, err)
+			}
+			next.catalogues[projectID], next.sources[projectID] = c, models
+		}
+		if p.projects.CompareAndSwap(prev, next) {
+			return err
+		}
+	}
 }
 
 // Builtin is the built-in catalogue the pricer falls back to.

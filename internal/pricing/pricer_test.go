@@ -2,6 +2,7 @@ package pricing
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,6 +42,57 @@ func TestProjectModelsOverrideBuiltin(t *testing.T) {
 	got, ok = p.Find("proj", "gpt-4o", day("2030-01-01"))
 	require.True(t, ok)
 	assert.Equal(t, "custom", got.ID())
+}
+
+func TestSetModelsOf(t *testing.T) {
+	p := testPricer(t)
+	a := flat("a1", "a", `^m$`, map[string]float64{"input": 1})
+	b := flat("b1", "b", `^m$`, map[string]float64{"input": 1})
+	require.NoError(t, p.SetProjectModels(map[string][]Model{"pb": {b}}))
+	require.NoError(t, p.SetModelsOf("pa", []Model{a}))
+	catA := p.projects.Load().catalogues["pa"]
+	for project, id := range map[string]string{"pa": "a1", "pb": "b1"} {
+		got, ok := p.Find(project, "m", farFuture)
+		require.True(t, ok, project)
+		assert.Equal(t, id, got.ID(), "one project set, the other kept")
+	}
+
+	require.NoError(t, p.SetModelsOf("pa", []Model{a}))
+	assert.Same(t, catA, p.projects.Load().catalogues["pa"], "unchanged definitions keep their catalogue")
+
+	a2 := flat("a2", "a", `^m$`, map[string]float64{"input": 2})
+	bad := flat("bad", "bad", `(`, map[string]float64{"input": 1})
+	err := p.SetModelsOf("pa", []Model{a2, bad})
+	require.ErrorIs(t, err, ErrInvalidModel)
+	assert.Contains(t, err.Error(), `project "pa"`)
+	got, ok := p.Find("pa", "m", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "a2", got.ID(), "the valid definition applies, the cached lookup is replaced")
+
+	require.NoError(t, p.SetModelsOf("pa", nil))
+	_, ok = p.Find("pa", "m", farFuture)
+	assert.False(t, ok, "no definitions left for the name")
+	got, ok = p.Find("pb", "m", farFuture)
+	require.True(t, ok)
+	assert.Equal(t, "b1", got.ID())
+	require.NoError(t, p.SetModelsOf("none", nil))
+}
+
+func TestSetModelsOfConcurrently(t *testing.T) {
+	p := testPricer(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			project := fmt.Sprint("p", i)
+			assert.NoError(t, p.SetModelsOf(project, []Model{flat(project, project, `^m$`, map[string]float64{"input": 1})}))
+		})
+	}
+	wg.Wait()
+	for i := range 8 {
+		got, ok := p.Find(fmt.Sprint("p", i), "m", farFuture)
+		require.True(t, ok, "no project's definitions were lost")
+		assert.Equal(t, fmt.Sprint("p", i), got.ID())
+	}
 }
 
 func TestSetProjectModelsInvalidatesOnlyChangedProjects(t *testing.T) {

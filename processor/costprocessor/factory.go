@@ -10,14 +10,14 @@ import (
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
 	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 const (
 	typeStr = "glassbox_cost"
 
-	defaultRefreshInterval  = 30 * time.Second
-	defaultRefreshTimeout   = 10 * time.Second
-	defaultMaxEstimateBytes = 256 << 10
+	defaultRefreshInterval = 30 * time.Second
+	defaultRefreshTimeout  = 10 * time.Second
 )
 
 // Type is the component type of the processor, glassbox_cost.
@@ -34,8 +34,8 @@ func createDefaultConfig() component.Config {
 		RefreshInterval:  defaultRefreshInterval,
 		RefreshTimeout:   defaultRefreshTimeout,
 		CacheSize:        pricing.DefaultCacheSize,
-		EstimateUsage:    true,
-		MaxEstimateBytes: defaultMaxEstimateBytes,
+		EstimateUsage:    costing.DefaultEstimation.Enabled,
+		MaxEstimateBytes: costing.DefaultEstimation.MaxBytes,
 	}
 }
 

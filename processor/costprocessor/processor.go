@@ -21,7 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
-	"github.com/glassbox-dev/glassbox/internal/pricing/tokenize"
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 	"github.com/glassbox-dev/glassbox/internal/refresh"
 )
 
@@ -38,37 +38,15 @@ const scopeName = "github.com/glassbox-dev/glassbox/processor/costprocessor"
 // maxLoggedModels bounds the unknown model names logged once each.
 const maxLoggedModels = 1000
 
-// result is what happened to one span that names a model.
-type result int
-
-const (
-	resultNoModel result = iota // not counted
-	resultClientCost
-	resultPriced
-	resultEstimated
-	resultUnknownModel
-	resultNoUsage
-	resultUnpriced
-	numResults
-)
-
-var resultNames = [numResults]string{
-	resultClientCost:   "client_cost",
-	resultPriced:       "priced",
-	resultEstimated:    "estimated",
-	resultUnknownModel: "unknown_model",
-	resultNoUsage:      "no_usage",
-	resultUnpriced:     "unpriced",
-}
-
 type costProcessor struct {
-	cfg    *Config
-	logger *zap.Logger
-	pricer *pricing.Pricer
-	now    func() time.Time
+	cfg        *Config
+	logger     *zap.Logger
+	pricer     *pricing.Pricer
+	estimation costing.Estimation
+	now        func() time.Time
 
 	spans     metric.Int64Counter
-	resultOpt [numResults]metric.AddOption
+	resultOpt [costing.NumResults]metric.AddOption
 
 	// noResource stands in for the span's resource where only model, usage
 	// and cost are read, none of which depend on it.
@@ -104,13 +82,14 @@ func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, erro
 		cfg:        cfg,
 		logger:     set.Logger,
 		pricer:     pricing.NewPricer(builtin, cfg.CacheSize),
+		estimation: costing.Estimation{Enabled: cfg.EstimateUsage, MaxBytes: cfg.MaxEstimateBytes},
 		now:        time.Now,
 		spans:      spans,
 		noResource: pcommon.NewResource(),
 		scratch:    sync.Pool{New: func() any { return new(scratch) }},
 	}
-	for r := resultClientCost; r < numResults; r++ {
-		p.resultOpt[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", resultNames[r])))
+	for r := costing.ClientCost; r < costing.NumResults; r++ {
+		p.resultOpt[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r.String())))
 	}
 	return p, nil
 }
@@ -152,7 +131,7 @@ func (p *costProcessor) shutdown(context.Context) error {
 
 func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	now := p.now()
-	var counts [numResults]int64
+	var counts [costing.NumResults]int64
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -169,7 +148,7 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 			}
 		}
 	}
-	for r := resultClientCost; r < numResults; r++ {
+	for r := costing.ClientCost; r < costing.NumResults; r++ {
 		if counts[r] > 0 {
 			p.spans.Add(ctx, counts[r], p.resultOpt[r])
 		}
@@ -177,68 +156,33 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 	return td, nil
 }
 
-// processSpan prices one span. Model, usage and cost are read by the
-// mapping itself, so the processor prices exactly what will be stored.
-func (p *costProcessor) processSpan(project string, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) result {
+// processSpan prices one span by the costing rule. Model, usage and cost
+// are read by the mapping itself, so the processor prices exactly what will
+// be stored; the span's resource is mapped only when an estimate needs the
+// input and output.
+func (p *costProcessor) processSpan(project string, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) costing.Result {
 	o := mapping.FromSpan(p.noResource, scope, span, now)
-	if o.Model == "" {
-		return resultNoModel
-	}
-	if len(o.CostDetails) > 0 {
-		return resultClientCost
-	}
-	at := now
-	if ts := span.StartTimestamp(); ts != 0 {
-		at = ts.AsTime()
-	}
-	price, ok := p.pricer.Find(project, o.Model, at)
-	if !ok {
+	result, err := costing.Apply(p.pricer, project, &o, now, p.estimation, func() model.Observation {
+		return mapping.FromSpan(res, scope, span, now)
+	})
+	switch result {
+	case costing.UnknownModel:
 		p.logUnknown(o.Model)
-		return resultUnknownModel
-	}
-	usage, estimated := o.UsageDetails, false
-	if len(usage) == 0 {
-		if usage = p.estimate(price, res, scope, span, now); usage == nil {
-			return resultNoUsage
+	case costing.NoUsage:
+		if err != nil {
+			p.logger.Debug("Cannot estimate usage", zap.String("model", o.Model), zap.Error(err))
 		}
-		estimated = true
+	case costing.Priced, costing.Estimated:
+		s := p.scratch.Get().(*scratch)
+		attrs := span.Attributes()
+		attrs.PutStr(usageDetailsAttribute, s.usageJSON(o.UsageDetails))
+		attrs.PutStr(costDetailsAttribute, s.costJSON(o.CostDetails))
+		p.scratch.Put(s)
+		if o.UsageEstimated {
+			attrs.PutBool(model.UsageEstimatedAttribute, true)
+		}
 	}
-	cost, ok := price.Cost(usage)
-	if !ok {
-		return resultUnpriced
-	}
-	s := p.scratch.Get().(*scratch)
-	attrs := span.Attributes()
-	attrs.PutStr(usageDetailsAttribute, s.usageJSON(usage))
-	attrs.PutStr(costDetailsAttribute, s.costJSON(cost.Details))
-	p.scratch.Put(s)
-	if estimated {
-		attrs.PutBool(model.UsageEstimatedAttribute, true)
-		return resultEstimated
-	}
-	return resultPriced
-}
-
-// estimate counts the tokens of a generation or embedding that reported
-// no usage, when its model has an offline tokenizer; nil otherwise. As in
-// Langfuse, failed generations are not estimated.
-func (p *costProcessor) estimate(price *pricing.Price, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) map[string]int64 {
-	if !p.cfg.EstimateUsage || price.TokenizerID() != pricing.TokenizerOpenAI {
-		return nil
-	}
-	o := mapping.FromSpan(res, scope, span, now)
-	if o.Type != model.TypeGeneration && o.Type != model.TypeEmbedding || o.Level == model.LevelError {
-		return nil
-	}
-	if o.Input == "" && o.Output == "" || len(o.Input)+len(o.Output) > p.cfg.MaxEstimateBytes {
-		return nil
-	}
-	usage, err := tokenize.Estimate(price.TokenizerConfig(), o.Input, o.Output)
-	if err != nil {
-		p.logger.Debug("Cannot estimate usage", zap.String("model", o.Model), zap.Error(err))
-		return nil
-	}
-	return usage
+	return result
 }
 
 // logUnknown logs each unknown model name once, so that a model without a
