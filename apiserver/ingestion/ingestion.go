@@ -8,6 +8,9 @@
 // no span of its own, so it becomes the trace's root observation (a SPAN
 // whose id is the trace id) carrying the trace-level fields, just as an OTel
 // root span carries them. Update events are merged onto the stored row.
+// Generations without a cost are priced by the same rule as OTLP spans in
+// the glassbox_cost processor (package costing), with the project's own
+// model definitions from the control plane.
 package ingestion // import "github.com/glassbox-dev/glassbox/apiserver/ingestion"
 
 import (
@@ -24,6 +27,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/scores"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
 )
 
 // Store is what ingestion needs from ClickHouse.
@@ -31,6 +35,13 @@ type Store interface {
 	InsertObservations(ctx context.Context, obs []model.Observation) error
 	GetObservation(ctx context.Context, projectID, observationID string) (chstore.Observation, error)
 	InsertScores(ctx context.Context, scores []chstore.Score) error
+}
+
+// ControlPlane is what ingestion needs from the control plane store: score
+// configs and the project's model definitions.
+type ControlPlane interface {
+	scores.Configs
+	ListModels(ctx context.Context, projectID string) ([]pricing.Model, error)
 }
 
 // Request is the body of POST /api/public/ingestion.
@@ -65,12 +76,23 @@ const maxEventID = 800
 type handler struct {
 	store   Store
 	builder scores.Builder
-	logger  *zap.Logger
+	models  ControlPlane
+	// pricer holds the built-in definitions and, per project, the ones last
+	// loaded from the control plane.
+	pricer *pricing.Pricer
+	logger *zap.Logger
 }
 
 // Routes returns the ingestion route.
-func Routes(store Store, configs scores.Configs, logger *zap.Logger) []httpx.Route {
-	h := handler{store: store, builder: scores.Builder{Configs: configs}, logger: logger}
+func Routes(store Store, cp ControlPlane, logger *zap.Logger) []httpx.Route {
+	builtin, err := pricing.Builtin()
+	if err != nil {
+		logger.Error("The built-in model prices did not load; only project definitions price generations", zap.Error(err))
+	}
+	h := handler{
+		store: store, builder: scores.Builder{Configs: cp}, models: cp,
+		pricer: pricing.NewPricer(builtin, pricing.DefaultCacheSize), logger: logger,
+	}
 	return []httpx.Route{{
 		Method: http.MethodPost, Path: "/api/public/ingestion", Access: httpx.ProjectOrScoresKey, Handler: h.ingest, LargeBody: true,
 		Doc: httpx.Doc{OperationID: "ingestion_batch", Tag: "Ingestion", Body: Request{}, Response: Response{},

@@ -19,6 +19,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 // observationTypes maps the event types that create or update observations
@@ -139,6 +140,7 @@ func (h handler) ingestObservations(ctx context.Context, project string, events 
 	var (
 		rows []model.Observation
 		ok   [][]string // the event ids each row stands for
+		cost = &batchCost{h: h, project: project, now: time.Now()}
 	)
 	for _, e := range entities {
 		sort.SliceStable(e.events, func(i, j int) bool {
@@ -148,7 +150,7 @@ func (h handler) ingestObservations(ctx context.Context, project string, events 
 			}
 			return a.timestamp.Before(b.timestamp)
 		})
-		row, ids, err := h.merge(ctx, project, e, res)
+		row, ids, err := h.merge(ctx, project, e, res, cost)
 		if err != nil {
 			h.logger.Error("read observation to update", zap.String("project", project), zap.Error(err))
 			for _, ev := range e.events {
@@ -179,9 +181,10 @@ func (h handler) ingestObservations(ctx context.Context, project string, events 
 	}
 }
 
-// merge applies an entity's events and returns the row to store and the ids
-// of the events that went into it; failing events are reported in res.
-func (h handler) merge(ctx context.Context, project string, e *entity, res *results) (model.Observation, []string, error) {
+// merge applies an entity's events and returns the row to store, priced,
+// and the ids of the events that went into it; failing events are reported
+// in res.
+func (h handler) merge(ctx context.Context, project string, e *entity, res *results, cost *batchCost) (model.Observation, []string, error) {
 	var (
 		row  model.Observation
 		have bool
@@ -193,6 +196,7 @@ func (h handler) merge(ctx context.Context, project string, e *entity, res *resu
 		switch {
 		case err == nil:
 			row, have = stored.Observation, true
+			cost.reset(ctx, &row)
 		case !errors.Is(err, chstore.ErrNotFound):
 			return model.Observation{}, nil, err
 		}
@@ -212,7 +216,57 @@ func (h handler) merge(ctx context.Context, project string, e *entity, res *resu
 		have = true
 		ids = append(ids, ev.id)
 	}
+	if len(ids) > 0 {
+		cost.apply(ctx, &row)
+	}
 	return row, ids, nil
+}
+
+// batchCost prices the generations of one batch. The project's model
+// definitions are loaded from the control plane once, for the first row
+// that names a model.
+type batchCost struct {
+	h       handler
+	project string
+	now     time.Time
+	loaded  bool
+}
+
+func (c *batchCost) load(ctx context.Context) {
+	if c.loaded {
+		return
+	}
+	c.loaded = true
+	models, err := c.h.models.ListModels(ctx, c.project)
+	if err != nil {
+		c.h.logger.Warn("Cannot load the project's model definitions; the ones loaded before apply",
+			zap.String("project", c.project), zap.Error(err))
+		return
+	}
+	if err := c.h.pricer.SetModelsOf(c.project, models); err != nil {
+		c.h.logger.Warn("Some project model definitions are invalid and were skipped", zap.String("project", c.project), zap.Error(err))
+	}
+}
+
+// reset removes the cost Glassbox derived for a stored row, before events
+// change its model or usage; apply prices the merged row again.
+func (c *batchCost) reset(ctx context.Context, o *model.Observation) {
+	if o.Model == "" || len(o.CostDetails) == 0 {
+		return
+	}
+	c.load(ctx)
+	costing.Reset(c.h.pricer, c.project, o, c.now, costing.DefaultEstimation)
+}
+
+// apply prices a row by the rule OTLP spans are priced by.
+func (c *batchCost) apply(ctx context.Context, o *model.Observation) {
+	if o.Model == "" {
+		return
+	}
+	c.load(ctx)
+	if _, err := costing.Apply(c.h.pricer, c.project, o, c.now, costing.DefaultEstimation, nil); err != nil {
+		c.h.logger.Debug("Cannot estimate usage", zap.String("model", o.Model), zap.Error(err))
+	}
 }
 
 // applyTrace applies a trace-create to the trace's root row.
