@@ -47,10 +47,12 @@ ensure_builder() {
   echo "$gobin/builder"
 }
 
-# ensure_node_modules DIR runs `npm ci` in DIR when its lockfile changed.
+# ensure_node_modules DIR installs DIR's locked packages when the lockfile
+# changed. `npm install` rather than `npm ci`: chdb's lockfile records only this
+# platform's optional native package, which `npm ci` refuses as out of sync.
 ensure_node_modules() {
   local dir=$1
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
   fi
 }
