@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
 	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 // JudgeEnvironment is the environment of the traces that record judge
@@ -150,7 +151,7 @@ func (w *Worker) complete(ctx context.Context, creds controlplane.LLMCredentials
 		Headers: creds.ExtraHeaders}, req)
 	cancel()
 	traceID, spanID := derivedIDs(g.key)
-	obs := w.generation(g, traceID, spanID, req, resp, callErr, start)
+	obs := w.generation(ctx, g, traceID, spanID, req, resp, callErr, start)
 	// Recording the call is best effort: the answer it paid for still counts.
 	if err := w.ch.InsertObservations(ctx, []model.Observation{obs}); err != nil {
 		w.logger.Warn("Recording an LLM call as a generation failed", zap.String("name", g.name), zap.Error(err))
@@ -165,7 +166,7 @@ func (w *Worker) complete(ctx context.Context, creds controlplane.LLMCredentials
 	return resp, traceID, nil
 }
 
-func (w *Worker) generation(g generationInfo, traceID, spanID string, req llm.Request, resp llm.Response, callErr error, start time.Time) model.Observation {
+func (w *Worker) generation(ctx context.Context, g generationInfo, traceID, spanID string, req llm.Request, resp llm.Response, callErr error, start time.Time) model.Observation {
 	input, _ := json.Marshal(req.Messages)
 	params, _ := json.Marshal(req.Params)
 	meta, _ := json.Marshal(g.metadata)
@@ -186,11 +187,15 @@ func (w *Worker) generation(g generationInfo, traceID, spanID string, req llm.Re
 	}
 	if resp.Usage.Total > 0 || resp.Usage.Input > 0 {
 		o.UsageDetails = map[string]int64{"input": resp.Usage.Input, "output": resp.Usage.Output, "total": resp.Usage.Total}
-		if price, ok := w.pricer.Find(g.projectID, o.Model, start); ok {
-			if cost, ok := price.Cost(o.UsageDetails); ok {
-				o.CostDetails = cost.Details
-			}
-		}
+	}
+	// The judge call is priced by the same rule as any generation, with the
+	// project's own model prices first.
+	if err := w.pricer.LoadProject(ctx, w.cp, g.projectID); err != nil {
+		w.logger.Warn("Project model definitions did not all load; the valid and earlier ones apply",
+			zap.String("project", g.projectID), zap.Error(err))
+	}
+	if _, err := costing.Apply(w.pricer, g.projectID, &o, end, costing.DefaultEstimation, nil); err != nil {
+		w.logger.Debug("The judge call's usage could not be estimated", zap.Error(err))
 	}
 	return o
 }

@@ -114,6 +114,7 @@ type ControlPlane interface {
 	DatasetItemOfTrace(ctx context.Context, projectID, traceID string) (controlplane.DatasetItem, error)
 	ResolvePrompt(ctx context.Context, projectID, name string, sel controlplane.PromptSelector) (controlplane.Prompt, error)
 	CreateDatasetRunItem(ctx context.Context, projectID string, n controlplane.NewDatasetRunItem) (controlplane.DatasetRunItem, error)
+	pricing.ProjectModelLister
 }
 
 // Traces is what the workers need of ClickHouse.

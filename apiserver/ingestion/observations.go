@@ -237,14 +237,9 @@ func (c *batchCost) load(ctx context.Context) {
 		return
 	}
 	c.loaded = true
-	models, err := c.h.models.ListModels(ctx, c.project)
-	if err != nil {
-		c.h.logger.Warn("Cannot load the project's model definitions; the ones loaded before apply",
+	if err := c.h.pricer.LoadProject(ctx, c.h.models, c.project); err != nil {
+		c.h.logger.Warn("Project model definitions did not all load; the valid and earlier ones apply",
 			zap.String("project", c.project), zap.Error(err))
-		return
-	}
-	if err := c.h.pricer.SetModelsOf(c.project, models); err != nil {
-		c.h.logger.Warn("Some project model definitions are invalid and were skipped", zap.String("project", c.project), zap.Error(err))
 	}
 }
 

@@ -109,6 +109,22 @@ func (p *Pricer) SetProjectModels(models map[string][]Model) error {
 	return errors.Join(errs...)
 }
 
+// ProjectModelLister lists one project's own model definitions; the control
+// plane store implements it.
+type ProjectModelLister interface {
+	ListModels(ctx context.Context, projectID string) ([]Model, error)
+}
+
+// LoadProject replaces one project's definitions with those src holds now.
+// When src fails, the definitions loaded before keep applying.
+func (p *Pricer) LoadProject(ctx context.Context, src ProjectModelLister, projectID string) error {
+	models, err := src.ListModels(ctx, projectID)
+	if err != nil {
+		return fmt.Errorf("load the model definitions of project %q: %w", projectID, err)
+	}
+	return p.SetModelsOf(projectID, models)
+}
+
 // SetModelsOf replaces one project's definitions and keeps the others'.
 // Unchanged definitions keep their compiled catalogue (and cache entries);
 // invalid ones are left out and reported, the valid ones still apply. It

@@ -1,6 +1,8 @@
 package pricing
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -76,6 +78,30 @@ func TestSetModelsOf(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "b1", got.ID())
 	require.NoError(t, p.SetModelsOf("none", nil))
+}
+
+// listerFunc serves one project's definitions, or fails.
+type listerFunc func(projectID string) ([]Model, error)
+
+func (f listerFunc) ListModels(_ context.Context, projectID string) ([]Model, error) {
+	return f(projectID)
+}
+
+func TestLoadProject(t *testing.T) {
+	p := testPricer(t)
+	a := flat("a1", "a", `^m$`, map[string]float64{"input": 1})
+	ok := listerFunc(func(string) ([]Model, error) { return []Model{a}, nil })
+	require.NoError(t, p.LoadProject(context.Background(), ok, "pa"))
+	got, found := p.Find("pa", "m", farFuture)
+	require.True(t, found)
+	assert.Equal(t, "a1", got.ID())
+
+	down := listerFunc(func(string) ([]Model, error) { return nil, errors.New("store down") })
+	err := p.LoadProject(context.Background(), down, "pa")
+	require.ErrorContains(t, err, "store down")
+	got, found = p.Find("pa", "m", farFuture)
+	require.True(t, found, "an outage keeps the definitions loaded before")
+	assert.Equal(t, "a1", got.ID())
 }
 
 func TestSetModelsOfConcurrently(t *testing.T) {
