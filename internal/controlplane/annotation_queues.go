@@ -135,26 +135,7 @@ func scanQueue(r scanner) (AnnotationQueue, error) {
 // ListAnnotationQueues returns one page of the project's queues, oldest
 // first, and their number.
 func (s *Store) ListAnnotationQueues(ctx context.Context, projectID string, offset, limit int) ([]AnnotationQueue, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM annotation_queues WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count annotation queues: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+queueColumns+` FROM annotation_queues WHERE project_id = ?
-		ORDER BY created_at, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list annotation queues: %w", err)
-	}
-	defer rows.Close()
-	out := []AnnotationQueue{}
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list annotation queues: %w", err)
-		}
-		out = append(out, q)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "annotation queues", "annotation_queues", queueColumns, "created_at, id", projectID, offset, limit, scanQueue)
 }
 
 const queueItemColumns = `id, project_id, queue_id, object_id, object_type, status, completed_at, completed_by, created_at, updated_at`

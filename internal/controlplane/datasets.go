@@ -179,26 +179,7 @@ func scanDataset(r scanner) (Dataset, error) {
 // ListDatasets returns one page of the project's datasets, newest first, and
 // the number of datasets.
 func (s *Store) ListDatasets(ctx context.Context, projectID string, offset, limit int) ([]Dataset, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM datasets WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count datasets: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE project_id = ?
-		ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list datasets: %w", err)
-	}
-	defer rows.Close()
-	out := []Dataset{}
-	for rows.Next() {
-		d, err := scanDataset(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list datasets: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "datasets", "datasets", datasetColumns, "created_at DESC, id", projectID, offset, limit, scanDataset)
 }
 
 // DatasetItem is one example of a dataset: an input and the output expected for it.

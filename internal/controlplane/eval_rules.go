@@ -215,26 +215,7 @@ func scanRule(r scanner) (EvalRule, error) {
 
 // ListEvalRules returns one page of the project's rules by name, and their number.
 func (s *Store) ListEvalRules(ctx context.Context, projectID string, offset, limit int) ([]EvalRule, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM eval_rules WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count evaluator rules: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+ruleColumns+` FROM eval_rules WHERE project_id = ?
-		ORDER BY name, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list evaluator rules: %w", err)
-	}
-	defer rows.Close()
-	out := []EvalRule{}
-	for rows.Next() {
-		r, err := scanRule(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list evaluator rules: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "evaluator rules", "eval_rules", ruleColumns, "name, id", projectID, offset, limit, scanRule)
 }
 
 // UpdateEvalRule changes a rule; the result is validated as a whole.

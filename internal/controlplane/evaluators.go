@@ -401,26 +401,7 @@ func scanEvaluator(r scanner) (Evaluator, error) {
 // ListEvaluators returns one page of the project's evaluators by name, and
 // their number.
 func (s *Store) ListEvaluators(ctx context.Context, projectID string, offset, limit int) ([]Evaluator, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM evaluators WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count evaluators: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+evaluatorColumns+` FROM evaluators WHERE project_id = ?
-		ORDER BY name, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list evaluators: %w", err)
-	}
-	defer rows.Close()
-	out := []Evaluator{}
-	for rows.Next() {
-		e, err := scanEvaluator(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list evaluators: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "evaluators", "evaluators", evaluatorColumns, "name, id", projectID, offset, limit, scanEvaluator)
 }
 
 // UpdateEvaluator changes an evaluator; the result is validated as a whole.

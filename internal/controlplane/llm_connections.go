@@ -296,26 +296,7 @@ func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, i
 // ListLLMConnections returns one page of the project's connections by
 // provider name, and their number.
 func (s *Store) ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]LLMConnection, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM llm_connections WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count llm connections: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+llmConnectionColumns+` FROM llm_connections WHERE project_id = ?
-		ORDER BY provider, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list llm connections: %w", err)
-	}
-	defer rows.Close()
-	out := []LLMConnection{}
-	for rows.Next() {
-		cn, err := scanLLMConnection(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list llm connections: %w", err)
-		}
-		out = append(out, cn)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "llm connections", "llm_connections", llmConnectionColumns, "provider, id", projectID, offset, limit, func(r scanner) (LLMConnection, error) { return scanLLMConnection(r) })
 }
 
 // DeleteLLMConnection deletes a connection that no rule or experiment uses.

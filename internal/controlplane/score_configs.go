@@ -209,26 +209,7 @@ func scanScoreConfig(r scanner) (ScoreConfig, error) {
 // ListScoreConfigs returns one page of the project's score configs, oldest
 // first, and their number.
 func (s *Store) ListScoreConfigs(ctx context.Context, projectID string, offset, limit int) ([]ScoreConfig, int, error) {
-	c := s.conn()
-	var total int
-	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM score_configs WHERE project_id = ?`, projectID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count score configs: %w", err)
-	}
-	rows, err := c.query(ctx, `SELECT `+scoreConfigColumns+` FROM score_configs WHERE project_id = ?
-		ORDER BY created_at, id LIMIT ? OFFSET ?`, projectID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list score configs: %w", err)
-	}
-	defer rows.Close()
-	out := []ScoreConfig{}
-	for rows.Next() {
-		cfg, err := scanScoreConfig(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list score configs: %w", err)
-		}
-		out = append(out, cfg)
-	}
-	return out, total, rows.Err()
+	return projectPage(ctx, s.conn(), "score configs", "score_configs", scoreConfigColumns, "created_at, id", projectID, offset, limit, scanScoreConfig)
 }
 
 // UpdateScoreConfig changes a config; the result is validated as a whole.

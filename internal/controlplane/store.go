@@ -273,3 +273,29 @@ func checkName(kind, name string) (string, error) {
 	}
 	return name, nil
 }
+
+// projectPage returns one page of a project's rows of table, in orderBy
+// order, and the number of all of them; what names the rows in errors.
+func projectPage[T any](ctx context.Context, c conn, what, table, columns, orderBy, projectID string,
+	offset, limit int, scan func(scanner) (T, error),
+) ([]T, int, error) {
+	var total int
+	if err := c.queryRow(ctx, `SELECT COUNT(*) FROM `+table+` WHERE project_id = ?`, projectID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count %s: %w", what, err)
+	}
+	rows, err := c.query(ctx, `SELECT `+columns+` FROM `+table+` WHERE project_id = ?
+		ORDER BY `+orderBy+` LIMIT ? OFFSET ?`, projectID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	return out, total, rows.Err()
+}
