@@ -201,19 +201,7 @@ func Routes(store Store, traces Traces) []httpx.Route {
 }
 
 func (h handlers) listQueues(r *http.Request) (any, error) {
-	page, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListAnnotationQueues(r.Context(), httpx.ProjectID(r), page.Offset(), page.Limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Queue, 0, len(list))
-	for _, q := range list {
-		out = append(out, toQueue(q))
-	}
-	return httpx.NewList(out, page, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListAnnotationQueues, toQueue)
 }
 
 func (h handlers) createQueue(r *http.Request) (any, error) {

@@ -232,19 +232,7 @@ func (h handlers) upsertDataset(r *http.Request) (any, error) {
 }
 
 func (h handlers) listDatasets(r *http.Request) (any, error) {
-	p, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListDatasets(r.Context(), httpx.ProjectID(r), p.Offset(), p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]Dataset, 0, len(list))
-	for _, d := range list {
-		data = append(data, toDataset(d))
-	}
-	return httpx.NewList(data, p, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListDatasets, toDataset)
 }
 
 func (h handlers) getDataset(r *http.Request) (any, error) {

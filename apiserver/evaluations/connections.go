@@ -75,19 +75,7 @@ func (h handlers) connectionRoutes() []httpx.Route {
 }
 
 func (h handlers) listConnections(r *http.Request) (any, error) {
-	page, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListLLMConnections(r.Context(), httpx.ProjectID(r), page.Offset(), page.Limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]LLMConnection, 0, len(list))
-	for _, cn := range list {
-		out = append(out, toConnection(cn))
-	}
-	return httpx.NewList(out, page, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListLLMConnections, toConnection)
 }
 
 func (h handlers) upsertConnection(r *http.Request) (any, error) {

@@ -130,19 +130,7 @@ func (h handlers) evaluatorRoutes() []httpx.Route {
 }
 
 func (h handlers) listEvaluators(r *http.Request) (any, error) {
-	page, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListEvaluators(r.Context(), httpx.ProjectID(r), page.Offset(), page.Limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Evaluator, 0, len(list))
-	for _, e := range list {
-		out = append(out, toEvaluator(e))
-	}
-	return httpx.NewList(out, page, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListEvaluators, toEvaluator)
 }
 
 func (h handlers) createEvaluator(r *http.Request) (any, error) {

@@ -106,19 +106,7 @@ func (h handlers) ruleRoutes() []httpx.Route {
 }
 
 func (h handlers) listRules(r *http.Request) (any, error) {
-	page, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListEvalRules(r.Context(), httpx.ProjectID(r), page.Offset(), page.Limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Rule, 0, len(list))
-	for _, rule := range list {
-		out = append(out, toRule(rule))
-	}
-	return httpx.NewList(out, page, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListEvalRules, toRule)
 }
 
 func (h handlers) createRule(r *http.Request) (any, error) {

@@ -1,6 +1,7 @@
 package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -228,4 +229,24 @@ func DecodeJSON(r *http.Request, v any) error {
 		return BadRequest("Invalid request body: unexpected data after the JSON value")
 	}
 	return nil
+}
+
+// ProjectList serves a page of the key's project's records: it reads page
+// and limit, lists that page and shapes every record with view.
+func ProjectList[S, V any](r *http.Request, list func(ctx context.Context, projectID string, offset, limit int) ([]S, int, error),
+	view func(S) V,
+) (any, error) {
+	page, err := QueryOf(r).Page()
+	if err != nil {
+		return nil, err
+	}
+	records, total, err := list(r.Context(), ProjectID(r), page.Offset(), page.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]V, 0, len(records))
+	for _, rec := range records {
+		out = append(out, view(rec))
+	}
+	return NewList(out, page, int64(total)), nil
 }

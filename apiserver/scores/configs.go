@@ -92,19 +92,7 @@ func (h configHandlers) create(r *http.Request) (any, error) {
 }
 
 func (h configHandlers) list(r *http.Request) (any, error) {
-	p, err := httpx.QueryOf(r).Page()
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.store.ListScoreConfigs(r.Context(), httpx.ProjectID(r), p.Offset(), p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]Config, 0, len(list))
-	for _, cfg := range list {
-		data = append(data, toConfig(cfg))
-	}
-	return httpx.NewList(data, p, int64(total)), nil
+	return httpx.ProjectList(r, h.store.ListScoreConfigs, toConfig)
 }
 
 func (h configHandlers) get(r *http.Request) (any, error) {
