@@ -104,12 +104,19 @@ func pairsMap[V any](keys []string, values []V) map[string]V {
 // observations reads the newest stored version of each matching observation,
 // sorted by orderBy, with LIMIT offset, limit when limit > 0.
 func (s *Store) observations(ctx context.Context, w *where, orderBy string, offset, limit int) ([]Observation, error) {
+	table := s.ddl.name(observationsTable)
 	query := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id",
-		observationReadColumns, s.ddl.name(observationsTable), w, orderBy)
+		observationReadColumns, table, w, orderBy)
 	args := w.args
 	if limit > 0 {
-		query += " LIMIT ?, ?"
-		args = append(args[:len(args):len(args)], offset, limit)
+		// A page is chosen on the key columns first and only its rows are
+		// read whole: sorting every matching row with its input and output
+		// would not fit in memory for a large project.
+		page := fmt.Sprintf("SELECT trace_id, id FROM %s WHERE %s ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id LIMIT ?, ?",
+			table, w, orderBy)
+		query = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND (trace_id, id) GLOBAL IN (%s) ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id",
+			observationReadColumns, table, w, page, orderBy)
+		args = append(append(append([]any{}, w.args...), w.args...), offset, limit)
 	}
 	out := []Observation{}
 	err := s.query(ctx, query, args, func(r rowScanner) error {

@@ -66,7 +66,7 @@ func main() {
 	start := time.Now()
 	res, err := run(*url, *user, *pass, *mix, *duration, *workers, *batch)
 	if err == nil && *chDSN != "" {
-		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase}, *project, *storeTimeout)
+		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase, QueryTimeout: time.Minute}, *project, *storeTimeout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -146,17 +146,23 @@ func waitStored(res *result, start time.Time, cfg chstore.Config, project string
 		return err
 	}
 	defer store.Close()
+	stored := 0
+	var lastErr error
 	for {
 		page, err := store.ListObservations(ctx, chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1})
-		if err == nil && int64(page.Total) >= res.Spans {
-			res.StoredSpans = page.Total
+		if err == nil {
+			stored = page.Total
+		}
+		lastErr = err
+		if err == nil && int64(stored) >= res.Spans {
+			res.StoredSpans = stored
 			res.StoredSeconds = time.Since(start).Seconds()
-			res.StoredSpansPerSecond = float64(page.Total) / res.StoredSeconds
+			res.StoredSpansPerSecond = float64(stored) / res.StoredSeconds
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d spans stored after %s", page.Total, res.Spans, timeout)
+			return fmt.Errorf("only %d of %d spans stored after %s (last read error: %v)", stored, res.Spans, timeout, lastErr)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
