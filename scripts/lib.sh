@@ -15,27 +15,6 @@ free_port() {
   return 1
 }
 
-# wait_http URL SECONDS waits until URL answers 2xx.
-wait_http() {
-  local url=$1 secs=${2:-60}
-  for _ in $(seq 1 $((secs * 10))); do
-    if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for $url" >&2
-  return 1
-}
-
-apt_updated=""
-# apt_install PKG... installs Debian packages, updating the index once per run.
-apt_install() {
-  if [ -z "$apt_updated" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    apt_updated=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-
 # ensure_builder installs the collector builder at the pinned version.
 BUILDER_VERSION=v0.161.0
 ensure_builder() {
