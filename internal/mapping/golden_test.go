@@ -149,3 +149,33 @@ func marshalGolden(t testing.TB, obs []model.Observation) []byte {
 	require.NoError(t, enc.Encode(view))
 	return buf.Bytes()
 }
+
+// TestPriceFieldsMatchFromSpan: what pricing reads through PriceFields is
+// exactly what FromSpan stores, span by span, for every producer's fixture.
+func TestPriceFieldsMatchFromSpan(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*", "input.json"))
+	require.NoError(t, err)
+	checked := 0
+	for _, input := range inputs {
+		td := readTraces(t, input)
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				ss := rs.ScopeSpans().At(j)
+				for k := 0; k < ss.Spans().Len(); k++ {
+					span := ss.Spans().At(k)
+					full := FromSpan(rs.Resource(), ss.Scope(), span, goldenNow)
+					got := PriceFields(rs.Resource(), ss.Scope(), span, goldenNow)
+					want := model.Observation{
+						ProjectID: full.ProjectID, Type: full.Type, StartTime: full.StartTime, EndTime: full.EndTime,
+						Level: full.Level, Model: full.Model, UsageDetails: full.UsageDetails,
+						CostDetails: full.CostDetails, UsageEstimated: full.UsageEstimated,
+					}
+					assert.Equal(t, want, got, "%s: span %s", input, span.Name())
+					checked++
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 20)
+}

@@ -44,6 +44,20 @@ func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time
 	return dst
 }
 
+// PriceFields maps only what pricing reads (project, ids, type, times,
+// level, model, usage and cost) by the same rules as FromSpan, without the
+// work of input, output and metadata.
+func PriceFields(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {
+	m := getMapper(now, 1)
+	defer putMapper(m)
+	m.setResource(res)
+	m.setScope(scope)
+	m.load(span)
+	o := model.Observation{ProjectID: m.res.projectID}
+	m.priceFields(&o)
+	return o
+}
+
 // FromSpan maps one span.
 func FromSpan(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {
 	m := getMapper(now, 1)
@@ -236,7 +250,8 @@ func leadingInt(s string) (int, string) {
 	return n, s[i:]
 }
 
-func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
+// load reads the span's attributes into the mapper.
+func (m *mapper) load(span ptrace.Span) {
 	m.span = span
 	a := &m.a
 	a.reset()
@@ -249,6 +264,26 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 			m.meta = append(m.meta, keyValue{k, v})
 		}
 	}
+}
+
+// priceFields sets what pricing reads: type, times, level, model, usage and cost.
+func (m *mapper) priceFields(o *model.Observation) {
+	a := &m.a
+	o.Type = m.observationType()
+	o.StartTime, o.EndTime = m.times()
+	o.Level = level(a.obsLevel, m.span.Status().Code())
+	// invoke_agent and agent_step spans repeat what their generations report.
+	if op := a.genaiOperation.str(); op != "invoke_agent" && op != "agent_step" {
+		o.Model = m.model()
+		o.UsageDetails = m.usage()
+		o.CostDetails = m.cost()
+		o.UsageEstimated = o.UsageDetails != nil && a.usageEstimated.isTrue()
+	}
+}
+
+func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
+	m.load(span)
+	a := &m.a
 
 	o.ProjectID = m.res.projectID
 	o.TraceID = m.traceHex(span.TraceID())
@@ -262,25 +297,15 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 	// trace continues from an uninstrumented caller it is the root we have.
 	o.IsRoot = parent.IsEmpty() || a.asRoot.isTrue() || a.appRoot.isTrue()
 
-	o.Type = m.observationType()
+	m.priceFields(o)
 	o.Name = m.name()
-	o.StartTime, o.EndTime = m.times()
 	o.CompletionStartTime = m.completionStart(o.StartTime)
-	o.Level = level(a.obsLevel, span.Status().Code())
 	o.StatusMessage = a.obsStatusMessage.text()
 	if !a.obsStatusMessage.ok {
 		o.StatusMessage = span.Status().Message()
 	}
 
 	o.Input, o.Output = m.inputOutput()
-
-	// invoke_agent and agent_step spans repeat what their generations report.
-	if op := a.genaiOperation.str(); op != "invoke_agent" && op != "agent_step" {
-		o.Model = m.model()
-		o.UsageDetails = m.usage()
-		o.CostDetails = m.cost()
-		o.UsageEstimated = o.UsageDetails != nil && a.usageEstimated.isTrue()
-	}
 	o.ModelParameters = m.modelParameters()
 	if o.Type == model.TypeGeneration {
 		o.PromptName, o.PromptVersion = m.prompt()

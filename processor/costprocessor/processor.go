@@ -161,7 +161,7 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 // be stored; the span's resource is mapped only when an estimate needs the
 // input and output.
 func (p *costProcessor) processSpan(project string, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) costing.Result {
-	o := mapping.FromSpan(p.noResource, scope, span, now)
+	o := mapping.PriceFields(p.noResource, scope, span, now)
 	result, err := costing.Apply(p.pricer, project, &o, now, p.estimation, func() model.Observation {
 		return mapping.FromSpan(res, scope, span, now)
 	})
