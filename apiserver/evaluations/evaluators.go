@@ -135,7 +135,7 @@ func (h handlers) listEvaluators(r *http.Request) (any, error) {
 
 func (h handlers) createEvaluator(r *http.Request) (any, error) {
 	var req EvaluatorRequest
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	n := controlplane.NewEvaluator{
@@ -192,7 +192,7 @@ func (h handlers) getEvaluator(r *http.Request) (any, error) {
 
 func (h handlers) updateEvaluator(r *http.Request) (any, error) {
 	var req EvaluatorUpdate
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	u := controlplane.EvaluatorUpdate{

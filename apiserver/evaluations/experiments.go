@@ -100,7 +100,7 @@ func (h handlers) listExperiments(r *http.Request) (any, error) {
 
 func (h handlers) createExperiment(r *http.Request) (any, error) {
 	var req ExperimentRequest
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	project := httpx.ProjectID(r)

@@ -111,7 +111,7 @@ func (h handlers) listRules(r *http.Request) (any, error) {
 
 func (h handlers) createRule(r *http.Request) (any, error) {
 	var req RuleRequest
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	rule, err := h.store.CreateEvalRule(r.Context(), httpx.ProjectID(r), controlplane.NewEvalRule{
@@ -139,7 +139,7 @@ func (h handlers) getRule(r *http.Request) (any, error) {
 
 func (h handlers) updateRule(r *http.Request) (any, error) {
 	var req RuleUpdate
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	rule, err := h.store.UpdateEvalRule(r.Context(), httpx.ProjectID(r), r.PathValue("ruleId"), controlplane.EvalRuleUpdate{
@@ -161,7 +161,7 @@ func (h handlers) deleteRule(r *http.Request) (any, error) {
 
 func (h handlers) backfill(r *http.Request) (any, error) {
 	var req BackfillRequest
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	from, to := time.Time(req.From), time.Time(req.To)

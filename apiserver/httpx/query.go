@@ -210,7 +210,22 @@ func NewList[T any](data []T, p Page, total int64) List[T] {
 // DecodeJSON reads the request body into v. A malformed body is a 400; one
 // over the router's limit surfaces as a 413.
 func DecodeJSON(r *http.Request, v any) error {
+	return decodeJSON(r, v, false)
+}
+
+// DecodeStrictJSON is DecodeJSON that also refuses fields v does not have,
+// with a 400 naming the field. Glassbox's own routes use it; the
+// Langfuse-compatible ones ignore unknown fields as Langfuse does, so newer
+// SDKs keep working.
+func DecodeStrictJSON(r *http.Request, v any) error {
+	return decodeJSON(r, v, true)
+}
+
+func decodeJSON(r *http.Request, v any, strict bool) error {
 	dec := json.NewDecoder(r.Body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,23 @@ func TestValues(t *testing.T) {
 	assert.JSONEq(t, `{"a":1}`, string(JSONValue(`{"a":1}`)))
 	assert.JSONEq(t, `"plain text"`, string(JSONValue("plain text")))
 	assert.Equal(t, "null", string(JSONValue("")))
+}
+
+func TestDecodeJSONUnknownFields(t *testing.T) {
+	type body struct {
+		Name string `json:"name"`
+	}
+	req := func() *http.Request {
+		return httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"name":"a","extra":1}`))
+	}
+	var lenient body
+	require.NoError(t, DecodeJSON(req(), &lenient), "Langfuse-compatible routes ignore fields they do not know")
+	assert.Equal(t, "a", lenient.Name)
+
+	var strict body
+	err := DecodeStrictJSON(req(), &strict)
+	var apiErr *Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusBadRequest, apiErr.Status)
+	assert.Contains(t, apiErr.Message, `"extra"`, "the 400 names the unknown field")
 }

@@ -83,7 +83,7 @@ func (h handlers) put(r *http.Request) (any, error) {
 		return nil, err
 	}
 	var req Settings
-	if err := httpx.DecodeJSON(r, &req); err != nil {
+	if err := httpx.DecodeStrictJSON(r, &req); err != nil {
 		return nil, err
 	}
 	rates, err := h.store.SetSampling(r.Context(), id, sampling.Rates{
