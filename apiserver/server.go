@@ -130,7 +130,8 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, projectsettings.Routes(cp)...)
 	box, _ := secretBox()                    // New has refused a malformed key
 	webhooks, _ := cfg.Evaluation.Webhooks() // and Validate malformed hosts
-	routes = append(routes, evaluations.Routes(cp, box, webhooks)...)
+	llmHosts, _ := cfg.Evaluation.LLMHosts()
+	routes = append(routes, evaluations.Routes(cp, box, webhooks, llmHosts)...)
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }

@@ -83,6 +83,13 @@ func (h handlers) upsertConnection(r *http.Request) (any, error) {
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return nil, err
 	}
+	// An omitted base URL is the provider's public API or the one saved
+	// before; calls are checked again, since the policy may change.
+	if req.BaseURL != "" {
+		if err := h.llmHosts.CheckURL(req.BaseURL); err != nil {
+			return nil, httpx.BadRequest("Invalid baseURL: %v", err)
+		}
+	}
 	cn, err := h.store.UpsertLLMConnection(r.Context(), h.box, httpx.ProjectID(r), controlplane.LLMConnectionUpsert{
 		Provider: req.Provider, Adapter: req.Adapter, SecretKey: req.SecretKey, BaseURL: req.BaseURL,
 		ExtraHeaders: req.ExtraHeaders, CustomModels: req.CustomModels, DefaultModel: req.DefaultModel,

@@ -45,22 +45,24 @@ type Store interface {
 	ListExperiments(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Experiment, int, error)
 }
 
-// WebhookPolicy decides which URLs webhook evaluators may call.
-type WebhookPolicy interface {
+// EgressPolicy decides which URLs the server may call.
+type EgressPolicy interface {
 	CheckURL(raw string) error
 }
 
 type handlers struct {
 	store    Store
 	box      *controlplane.SecretBox
-	webhooks WebhookPolicy
+	webhooks EgressPolicy
+	llmHosts EgressPolicy
 }
 
 // Routes returns the evaluation routes; box seals LLM connection secrets
 // (nil when GLASSBOX_ENCRYPTION_KEY is unset: connections cannot be saved),
-// webhooks refuses webhook evaluators whose URL it does not allow.
-func Routes(store Store, box *controlplane.SecretBox, webhooks WebhookPolicy) []httpx.Route {
-	h := handlers{store: store, box: box, webhooks: webhooks}
+// webhooks refuses webhook evaluators whose URL it does not allow, llmHosts
+// LLM connections whose base URL it does not allow.
+func Routes(store Store, box *controlplane.SecretBox, webhooks, llmHosts EgressPolicy) []httpx.Route {
+	h := handlers{store: store, box: box, webhooks: webhooks, llmHosts: llmHosts}
 	var routes []httpx.Route
 	routes = append(routes, h.connectionRoutes()...)
 	routes = append(routes, h.evaluatorRoutes()...)

@@ -33,9 +33,11 @@ func setup(t *testing.T, withKey bool) fixture {
 		box, err = controlplane.SecretBoxFromEnv(func(string) string { return testKey })
 		require.NoError(t, err)
 	}
-	webhooks, err := egress.New([]string{"example.com"})
+	webhooks, err := egress.Webhooks([]string{"example.com"})
 	require.NoError(t, err)
-	h, err := httpx.NewRouter(Routes(store, box, webhooks), httpx.Options{Verifier: store})
+	llmHosts, err := egress.LLM([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	h, err := httpx.NewRouter(Routes(store, box, webhooks, llmHosts), httpx.Options{Verifier: store})
 	require.NoError(t, err)
 	return fixture{h: h, store: store, a: apitest.Seed(t, store, "a"), b: apitest.Seed(t, store, "b")}
 }
@@ -166,8 +168,8 @@ func TestWebhookURLsFollowTheEgressPolicy(t *testing.T) {
 	}
 	allowed := createEvaluator(t, f, hook("allowed", "https://example.com/score"))
 	for url, reason := range map[string]string{
-		"https://evil.example.net/score":          `host \"evil.example.net\" is not listed in ` + egress.ConfigKey,
-		"http://127.0.0.1:8123/?query=DROP+TABLE": "address 127.0.0.1 is not listed in " + egress.ConfigKey,
+		"https://evil.example.net/score":          `host \"evil.example.net\" is not listed in ` + egress.WebhookKey,
+		"http://127.0.0.1:8123/?query=DROP+TABLE": "address 127.0.0.1 is not listed in " + egress.WebhookKey,
 		"http://169.254.169.254/latest/meta-data": "address 169.254.169.254 is not listed",
 		"file:///etc/passwd":                      "not an absolute http(s) URL",
 	} {
@@ -177,7 +179,7 @@ func TestWebhookURLsFollowTheEgressPolicy(t *testing.T) {
 	}
 	rec := call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+allowed.ID, f.a.ProjectAuth,
 		map[string]any{"url": "http://localhost:3000/api/public/projects"}, http.StatusBadRequest)
-	assert.Contains(t, rec.Body.String(), egress.ConfigKey)
+	assert.Contains(t, rec.Body.String(), egress.WebhookKey)
 
 	// An evaluator saved under a wider policy can still be edited; only its
 	// calls are refused.
@@ -188,11 +190,59 @@ func TestWebhookURLsFollowTheEgressPolicy(t *testing.T) {
 	call(t, f, http.MethodPatch, "/api/public/evals/evaluators/"+old.ID, f.a.ProjectAuth, map[string]any{"name": "renamed"}, http.StatusOK)
 
 	// Without a policy, webhooks are off.
-	h, err := httpx.NewRouter(Routes(f.store, nil, egress.Policy{}), httpx.Options{Verifier: f.store})
+	h, err := httpx.NewRouter(Routes(f.store, nil, egress.Policy{}, egress.Policy{}), httpx.Options{Verifier: f.store})
 	require.NoError(t, err)
 	rec = apitest.Do(t, h, http.MethodPost, "/api/public/evals/evaluators", f.a.ProjectAuth, hook("off", "https://example.com/score"))
 	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
-	assert.Contains(t, rec.Body.String(), "webhooks are off until "+egress.ConfigKey+" lists the hosts")
+	assert.Contains(t, rec.Body.String(), "webhooks are off until "+egress.WebhookKey+" lists the hosts")
+}
+
+// LLM base URLs are held against evaluation.llm_allowed_hosts when a
+// connection is saved: by default only public addresses, with a list only
+// what it names.
+func TestLLMBaseURLsFollowTheEgressPolicy(t *testing.T) {
+	f := setup(t, true)
+	box, err := controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+	require.NoError(t, err)
+	router := func(entries ...string) http.Handler {
+		llmHosts, err := egress.LLM(entries)
+		require.NoError(t, err)
+		h, err := httpx.NewRouter(Routes(f.store, box, egress.Policy{}, llmHosts), httpx.Options{Verifier: f.store})
+		require.NoError(t, err)
+		return h
+	}
+	put := func(h http.Handler, baseURL string) *httptest.ResponseRecorder {
+		return apitest.Do(t, h, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+			map[string]any{"provider": "judge", "secretKey": "sk-test-123456789", "baseURL": baseURL})
+	}
+
+	byDefault := router()
+	for _, url := range []string{"http://127.0.0.1:8123/v1", "http://169.254.169.254/latest", "http://10.0.0.7/v1",
+		"http://[fd00::1]/v1", "http://0.0.0.0:8080/v1", "http://localhost:11434/v1"} {
+		rec := put(byDefault, url)
+		require.Equal(t, http.StatusBadRequest, rec.Code, url)
+		assert.Contains(t, rec.Body.String(), "Invalid baseURL: ", url)
+		assert.Contains(t, rec.Body.String(), egress.LLMKey, url)
+	}
+	for _, url := range []string{"https://llm.example.com/v1", "https://203.0.113.5/v1"} {
+		rec := put(byDefault, url)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		assert.Equal(t, url, apitest.Decode[LLMConnection](t, rec).BaseURL)
+	}
+	rec := apitest.Do(t, byDefault, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+		map[string]any{"provider": "judge", "maxConcurrency": 3})
+	require.Equal(t, http.StatusOK, rec.Code, "an update that leaves the base URL alone: %s", rec.Body.String())
+
+	listed := router("127.0.0.1", "*.internal.example")
+	for url, want := range map[string]int{
+		"http://127.0.0.1:8123/v1":      http.StatusOK,
+		"http://vllm.internal.example/": http.StatusOK,
+		"https://llm.example.com/v1":    http.StatusBadRequest, // a list allows only what it names
+		"http://169.254.169.254/":       http.StatusBadRequest,
+	} {
+		rec := put(listed, url)
+		assert.Equal(t, want, rec.Code, "%s: %s", url, rec.Body.String())
+	}
 }
 
 func TestRuleAndJobRoutes(t *testing.T) {

@@ -78,6 +78,7 @@ func collector(t *testing.T) string {
 	apiCfg.Evaluation.PollInterval = 50 * time.Millisecond
 	apiCfg.Evaluation.RetryBackoff = 200 * time.Millisecond
 	apiCfg.Evaluation.MaxAttempts = 20
+	apiCfg.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} // the judge below
 	api, err := apiFactory.Create(ctx, extensiontest.NewNopSettings(apiFactory.Type()), apiCfg)
 	require.NoError(t, err)
 

@@ -158,7 +158,7 @@ func (w *Worker) complete(ctx context.Context, creds controlplane.LLMCredentials
 		traceID = ""
 	}
 	if callErr != nil {
-		if retry, _ := llm.Retryable(callErr); !retry {
+		if retry, _ := llm.Retryable(callErr); !retry || errors.Is(callErr, egress.ErrDenied) {
 			callErr = permanent(callErr)
 		}
 		return llm.Response{}, traceID, callErr

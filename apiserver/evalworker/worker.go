@@ -56,6 +56,10 @@ type Config struct {
 	// link-local addresses are reached only when listed as addresses (or,
 	// for loopback, as localhost), whatever name leads to them.
 	WebhookAllowedHosts []string `mapstructure:"webhook_allowed_hosts"`
+	// LLMAllowedHosts are the hosts LLM connections may call, in the same
+	// forms. Empty allows public addresses and refuses loopback, private,
+	// link-local and unspecified ones; a list allows only what it names.
+	LLMAllowedHosts []string `mapstructure:"llm_allowed_hosts"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -91,13 +95,19 @@ func (c Config) Validate() error {
 	check(c.RetryBackoff > 0 && c.MaxRetryBackoff >= c.RetryBackoff, "retry_backoff must be positive and at most max_retry_backoff")
 	check(c.BackfillPageSize > 0 && c.BackfillPageSize <= 1000, "backfill_page_size must be 1 to 1000")
 	check(c.JobRetention > 0, "job_retention must be positive")
-	_, err := c.Webhooks()
-	return errors.Join(append(errs, err)...)
+	_, webhooksErr := c.Webhooks()
+	_, llmErr := c.LLMHosts()
+	return errors.Join(append(errs, webhooksErr, llmErr)...)
 }
 
 // Webhooks is the egress policy of webhook evaluators.
 func (c Config) Webhooks() (egress.Policy, error) {
-	return egress.New(c.WebhookAllowedHosts)
+	return egress.Webhooks(c.WebhookAllowedHosts)
+}
+
+// LLMHosts is the egress policy of LLM connections.
+func (c Config) LLMHosts() (egress.Policy, error) {
+	return egress.LLM(c.LLMAllowedHosts)
 }
 
 // ControlPlane is what the workers need of the control plane store.
@@ -144,7 +154,8 @@ type Worker struct {
 	owner  string
 	now    func() time.Time
 
-	llm      *llm.Client
+	llm      *llm.Client // connects only where llmHosts allows
+	llmHosts egress.Policy
 	webhooks egress.Policy
 	http     *http.Client // connects only where webhooks allows
 	pricer   *pricing.Pricer
@@ -172,12 +183,17 @@ func New(cfg Config, cp ControlPlane, ch Traces, box *controlplane.SecretBox, lo
 	if err != nil {
 		return nil, err
 	}
+	llmHosts, err := cfg.LLMHosts()
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	return &Worker{
 		cfg: cfg, cp: cp, ch: ch, box: box, logger: logger,
 		owner:    host + "/" + uuid.NewString(),
 		now:      time.Now,
-		llm:      llm.NewClient(),
+		llm:      &llm.Client{HTTP: llmHosts.Client()},
+		llmHosts: llmHosts,
 		webhooks: webhooks,
 		http:     webhooks.Client(),
 		pricer:   pricing.NewPricer(builtin, pricing.DefaultCacheSize),

@@ -48,6 +48,7 @@ func testConfig() Config {
 	cfg.RetryBackoff = 10 * time.Millisecond
 	cfg.MaxRetryBackoff = 50 * time.Millisecond
 	cfg.MaxAttempts = 3
+	cfg.LLMAllowedHosts = []string{"127.0.0.1"} // where llmtest serves
 	return cfg
 }
 
@@ -348,6 +349,47 @@ func TestWebhookCallsFollowTheEgressPolicy(t *testing.T) {
 	assert.Zero(t, calls.Load(), "no refused call reaches the host")
 }
 
+// LLM connections are held against the egress policy on every call: by
+// default a loopback or metadata address is refused at once, without a
+// retry and without reaching the host; listing it lets the call through.
+func TestLLMCallsFollowTheEgressPolicy(t *testing.T) {
+	e := newEnv(t, apitest.ControlPlane(t), func(llmtest.Request) string { return `{"reasoning":"fine","score":1}` })
+	metadata, err := e.cp.UpsertLLMConnection(context.Background(), e.box, e.project, controlplane.LLMConnectionUpsert{
+		Provider: "metadata", SecretKey: "sk-test-0123456789", BaseURL: "http://169.254.169.254/v1", DefaultModel: ptr("gpt-4o-mini"),
+		Timeout: time.Second,
+	})
+	require.NoError(t, err)
+	loopback := e.judgeRule(nil)
+	judge, err := e.cp.GetEvaluator(context.Background(), e.project, loopback.EvaluatorID)
+	require.NoError(t, err)
+	viaMetadata := e.rule(controlplane.NewEvalRule{Name: "metadata", EvaluatorID: judge.ID, ConnectionID: metadata.ID,
+		Target: evaljobs.TargetTrace})
+	e.insertTrace(1, time.Now(), nil)
+	e.enqueue(evaljobs.Job{RuleID: loopback.ID, TraceID: traceID(1)}, evaljobs.Job{RuleID: viaMetadata.ID, TraceID: traceID(1)})
+	cfg := testConfig()
+	cfg.LLMAllowedHosts = nil
+	w, err := New(cfg, e.cp, e.ch, e.box, zap.NewNop())
+	require.NoError(t, err)
+	w.Start()
+	jobs := e.waitJobs(controlplane.EvalJobFilter{})
+	w.Stop()
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		assert.Equal(t, controlplane.JobFailed, j.Status, j.RuleID)
+		assert.Equal(t, 1, j.Attempts, "a refusal is not retried")
+		assert.Contains(t, j.LastError, "evaluation.llm_allowed_hosts")
+		assert.Contains(t, j.LastError, "non-public address")
+	}
+	assert.Empty(t, e.llm.Requests(), "no refused call reaches the host")
+
+	e.insertTrace(2, time.Now(), nil)
+	e.enqueue(evaljobs.Job{RuleID: loopback.ID, TraceID: traceID(2)})
+	e.start(testConfig())
+	jobs = e.waitJobs(controlplane.EvalJobFilter{TraceID: traceID(2)})
+	require.Equal(t, controlplane.JobSucceeded, jobs[0].Status, jobs[0].LastError)
+	assert.Len(t, e.llm.Requests(), 1)
+}
+
 func TestJobsAreSkippedWhenTheirRuleNoLongerApplies(t *testing.T) {
 	e := newEnv(t, apitest.ControlPlane(t), nil)
 	cel := e.evaluator(controlplane.NewEvaluator{Name: "one", Kind: controlplane.EvaluatorCEL, ScoreName: "one",
@@ -551,6 +593,11 @@ func TestConfigValidate(t *testing.T) {
 	cfg.WebhookAllowedHosts = []string{"hooks.example.com", "https://hooks.example.com/score"}
 	err = cfg.Validate()
 	assert.ErrorContains(t, err, `evaluation.webhook_allowed_hosts: "https://hooks.example.com/score" is not a host name`)
+
+	cfg = NewDefaultConfig()
+	cfg.LLMAllowedHosts = []string{"api.openai.com:443"}
+	err = cfg.Validate()
+	assert.ErrorContains(t, err, `evaluation.llm_allowed_hosts: "api.openai.com:443" is not a host name`)
 }
 
 func TestBackoffDoublesWithJitterUpToTheCap(t *testing.T) {

@@ -1,10 +1,11 @@
-// Package egress decides which hosts webhook evaluators may call. Anyone
-// with a project key can create a webhook evaluator, so without a policy
-// the server would fetch any URL a client names, including its own
-// ClickHouse or a cloud metadata endpoint. The policy is the operator's
-// list of hosts; it is checked when an evaluator is saved and again on
-// every connection, after name resolution, so that neither a changed DNS
-// answer nor a redirect reaches a host the list does not name.
+// Package egress decides which hosts the server may call on a project's
+// behalf: webhook evaluators and LLM connections. Anyone with a project key
+// can name such a URL, so without a policy the server would fetch any URL
+// a client names, including its own ClickHouse or a cloud metadata
+// endpoint. The policy is the operator's list of hosts; it is checked when
+// a URL is saved and again on every connection, after name resolution, so
+// that neither a changed DNS answer nor a redirect reaches a host the list
+// does not name.
 package egress // import "github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 
 import (
@@ -20,14 +21,19 @@ import (
 	"time"
 )
 
-// ConfigKey names the setting in messages, so that a refusal says what to change.
-const ConfigKey = "evaluation.webhook_allowed_hosts"
+// Settings naming the lists, so that a refusal says what to change.
+const (
+	WebhookKey = "evaluation.webhook_allowed_hosts"
+	LLMKey     = "evaluation.llm_allowed_hosts"
+)
 
 // ErrDenied is the reason of every refusal.
-var ErrDenied = errors.New("webhook URL not allowed")
+var ErrDenied = errors.New("URL not allowed")
 
 // Policy is a parsed list of allowed hosts. The zero Policy allows nothing.
 type Policy struct {
+	key      string         // the setting the list comes from
+	public   bool           // an empty list allows public addresses
 	names    []string       // exact host names, lower case
 	suffixes []string       // "*.example.com" entries as ".example.com"
 	prefixes []netip.Prefix // address and range entries
@@ -35,11 +41,25 @@ type Policy struct {
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-// New parses entries: a host name (hooks.example.com), a wildcard for its
+// Webhooks parses evaluation.webhook_allowed_hosts: an empty list turns
+// webhooks off, since their URLs are anyone's choice and have no default.
+func Webhooks(entries []string) (Policy, error) {
+	return parse(WebhookKey, false, entries)
+}
+
+// LLM parses evaluation.llm_allowed_hosts: an empty list allows public
+// addresses only, so that the providers' public APIs work unconfigured
+// while loopback, private, link-local and unspecified addresses stay out
+// of reach.
+func LLM(entries []string) (Policy, error) {
+	return parse(LLMKey, true, entries)
+}
+
+// parse reads entries: a host name (hooks.example.com), a wildcard for its
 // subdomains (*.example.com), an address (10.0.0.7, ::1) or a range
 // (10.0.0.0/8). Ports, schemes and paths are not part of an entry.
-func New(entries []string) (Policy, error) {
-	p := Policy{lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+func parse(key string, public bool, entries []string) (Policy, error) {
+	p := Policy{key: key, public: public, lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}}
 	var errs []error
@@ -55,7 +75,7 @@ func New(entries []string) (Policy, error) {
 		}
 		domain, wildcard := strings.CutPrefix(entry, "*.")
 		if !validName(domain) {
-			errs = append(errs, fmt.Errorf("%s: %q is not a host name, *.domain, address or address range", ConfigKey, raw))
+			errs = append(errs, fmt.Errorf("%s: %q is not a host name, *.domain, address or address range", key, raw))
 			continue
 		}
 		if wildcard {
@@ -83,12 +103,17 @@ func validName(s string) bool {
 
 // Enabled reports whether any host is allowed.
 func (p Policy) Enabled() bool {
+	return p.listed() || p.public
+}
+
+// listed reports whether the list names any host.
+func (p Policy) listed() bool {
 	return len(p.names)+len(p.suffixes)+len(p.prefixes) > 0
 }
 
 // CheckURL refuses a URL whose scheme is not http(s) or whose host the
-// list does not name; an address literal must also pass the local address
-// rule of CheckAddr. Names are resolved only when called.
+// policy does not allow; an address literal must also pass CheckAddr.
+// Names are resolved only when called.
 func (p Policy) CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
@@ -99,49 +124,59 @@ func (p Policy) CheckURL(raw string) error {
 
 func (p Policy) checkHost(host string) error {
 	if !p.Enabled() {
-		return fmt.Errorf("%w: webhooks are off until %s lists the hosts they may call", ErrDenied, ConfigKey)
+		// Only the webhook list turns calls off when empty; so does the zero Policy.
+		return fmt.Errorf("%w: webhooks are off until %s lists the hosts they may call", ErrDenied, WebhookKey)
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if addr, err := netip.ParseAddr(host); err == nil {
 		return p.CheckAddr(host, addr)
 	}
+	if !p.listed() {
+		// Names are judged by their addresses, except those that are
+		// loopback by definition (RFC 6761), refused before any lookup.
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			return fmt.Errorf("%w: host %q is a loopback name, which %s must list to allow", ErrDenied, host, p.key)
+		}
+		return nil
+	}
 	if slices.Contains(p.names, host) || slices.ContainsFunc(p.suffixes, func(s string) bool { return strings.HasSuffix(host, s) }) {
 		return nil
 	}
-	return fmt.Errorf("%w: host %q is not listed in %s", ErrDenied, host, ConfigKey)
+	return fmt.Errorf("%w: host %q is not listed in %s", ErrDenied, host, p.key)
 }
 
-// CheckAddr refuses an address host resolved to when it is local
-// (loopback, unspecified or link-local, where metadata services live) and
-// the list names it neither as an address or range nor, for loopback, as
-// localhost. An address literal host must itself be covered by an address
-// or range entry.
+// CheckAddr refuses an address host resolved to when the policy does not
+// allow it. With an empty list (LLM connections only), public addresses
+// pass and loopback, private (RFC 1918, ULA), link-local (where metadata
+// services live) and unspecified ones do not. With a list, an address
+// literal host must be covered by an address or range entry, and a listed
+// name must not lead to a local address (loopback, unspecified or
+// link-local) that the list names neither as an address or range nor, for
+// loopback, as localhost.
 func (p Policy) CheckAddr(host string, addr netip.Addr) error {
 	addr = addr.Unmap()
 	if slices.ContainsFunc(p.prefixes, func(pr netip.Prefix) bool { return pr.Contains(addr) }) {
 		return nil
 	}
+	if !p.listed() && p.public {
+		if addr.IsLoopback() || addr.IsPrivate() || addr.IsUnspecified() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() {
+			return fmt.Errorf("%w: host %q is the non-public address %s, which %s must list to allow", ErrDenied, host, addr, p.key)
+		}
+		return nil
+	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return fmt.Errorf("%w: address %s is not listed in %s", ErrDenied, addr, ConfigKey)
+		return fmt.Errorf("%w: address %s is not listed in %s", ErrDenied, addr, p.key)
 	}
 	local := addr.IsLoopback() || addr.IsUnspecified() || addr.IsLinkLocalUnicast()
 	if !local || (addr.IsLoopback() && host == "localhost" && slices.Contains(p.names, "localhost")) {
 		return nil
 	}
-	return fmt.Errorf("%w: host %q resolves to the local address %s, which %s does not list", ErrDenied, host, addr, ConfigKey)
+	return fmt.Errorf("%w: host %q resolves to the local address %s, which %s does not list", ErrDenied, host, addr, p.key)
 }
 
-// dialTimeout bounds connecting; the caller's context bounds the whole call.
-const dialTimeout = 10 * time.Second
-
-// dial connects only to addresses the policy allows: it checks the host,
-// resolves it, checks every address, and connects to a checked one, so
-// that a second, different DNS answer cannot slip in.
-func (p Policy) dial(ctx context.Context, network, address string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
+// checkResolved checks host, resolves it and checks every address, and
+// returns the addresses to connect to.
+func (p Policy) checkResolved(ctx context.Context, host string) ([]netip.Addr, error) {
 	if err := p.checkHost(host); err != nil {
 		return nil, err
 	}
@@ -157,6 +192,24 @@ func (p Policy) dial(ctx context.Context, network, address string) (net.Conn, er
 			return nil, err
 		}
 	}
+	return addrs, nil
+}
+
+// dialTimeout bounds connecting; the caller's context bounds the whole call.
+const dialTimeout = 10 * time.Second
+
+// dial connects only to addresses the policy allows: it checks the host,
+// resolves it, checks every address, and connects to a checked one, so
+// that a second, different DNS answer cannot slip in.
+func (p Policy) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := p.checkResolved(ctx, host)
+	if err != nil {
+		return nil, err
+	}
 	d := net.Dialer{Timeout: dialTimeout}
 	var errs []error
 	for _, addr := range addrs {
@@ -171,7 +224,7 @@ func (p Policy) dial(ctx context.Context, network, address string) (net.Conn, er
 
 // Client returns an HTTP client that connects only where the policy
 // allows. It uses no proxy (the policy checks the host it connects to) and
-// follows no redirect: a 3xx is the webhook's answer.
+// follows no redirect: a 3xx is the called host's answer.
 func (p Policy) Client() *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil

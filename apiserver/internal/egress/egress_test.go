@@ -18,11 +18,11 @@ import (
 func TestNewRejectsMalformedEntries(t *testing.T) {
 	for _, bad := range []string{"", "https://hooks.example.com", "hooks.example.com:8080", "hooks.example.com/x", "*", "*.", "a..b",
 		"10.0.0.0/33", "host name"} {
-		_, err := New([]string{bad})
+		_, err := Webhooks([]string{bad})
 		require.Error(t, err, bad)
-		assert.ErrorContains(t, err, ConfigKey)
+		assert.ErrorContains(t, err, WebhookKey)
 	}
-	_, err := New([]string{"Hooks.Example.com.", "*.svc.example.com", "10.0.0.7", "10.1.0.0/16", "::1", "localhost"})
+	_, err := Webhooks([]string{"Hooks.Example.com.", "*.svc.example.com", "10.0.0.7", "10.1.0.0/16", "::1", "localhost"})
 	assert.NoError(t, err)
 }
 
@@ -31,9 +31,9 @@ func TestCheckURL(t *testing.T) {
 	assert.False(t, none.Enabled())
 	err := none.CheckURL("https://hooks.example.com/score")
 	require.ErrorIs(t, err, ErrDenied)
-	assert.ErrorContains(t, err, "webhooks are off until "+ConfigKey)
+	assert.ErrorContains(t, err, "webhooks are off until "+WebhookKey)
 
-	p, err := New([]string{"hooks.example.com", "*.svc.example.com", "10.1.0.0/16", "192.0.2.7", "localhost"})
+	p, err := Webhooks([]string{"hooks.example.com", "*.svc.example.com", "10.1.0.0/16", "192.0.2.7", "localhost"})
 	require.NoError(t, err)
 	for _, ok := range []string{
 		"https://hooks.example.com/score", "http://HOOKS.example.com.:8080/x", "https://a.svc.example.com/", "https://a.b.svc.example.com/",
@@ -60,7 +60,7 @@ func TestCheckURL(t *testing.T) {
 
 // Local addresses need an entry of their own, whatever name leads to them.
 func TestCheckAddr(t *testing.T) {
-	p, err := New([]string{"*.example.com", "localhost", "fd00::/8"})
+	p, err := Webhooks([]string{"*.example.com", "localhost", "fd00::/8"})
 	require.NoError(t, err)
 	public, loopback := netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")
 	assert.NoError(t, p.CheckAddr("a.example.com", public))
@@ -73,10 +73,55 @@ func TestCheckAddr(t *testing.T) {
 		assert.ErrorContains(t, err, "resolves to the local address", addr)
 	}
 
-	loopbackListed, err := New([]string{"*.example.com", "127.0.0.0/8"})
+	loopbackListed, err := Webhooks([]string{"*.example.com", "127.0.0.0/8"})
 	require.NoError(t, err)
 	assert.NoError(t, loopbackListed.CheckAddr("a.example.com", loopback))
 	assert.Error(t, loopbackListed.CheckAddr("a.example.com", netip.MustParseAddr("::1")), "only the listed range")
+}
+
+func TestLLMDefaultAllowsPublicAddressesOnly(t *testing.T) {
+	p, err := LLM(nil)
+	require.NoError(t, err)
+	assert.True(t, p.Enabled())
+	for _, ok := range []string{"https://api.openai.com/v1", "https://203.0.113.5/v1", "http://[2001:db8::1]:8000/"} {
+		assert.NoError(t, p.CheckURL(ok), ok)
+	}
+	for _, bad := range []string{"http://127.0.0.1:8123/", "http://[::1]/", "http://169.254.169.254/latest/", "http://[fe80::1]/",
+		"http://10.1.2.3/", "http://172.16.0.1/", "http://192.168.1.1/", "http://[fd00::1]/", "http://0.0.0.0/", "http://[::]/",
+		"http://[::ffff:127.0.0.1]/", "http://localhost:11434/", "http://ollama.localhost/"} {
+		err := p.CheckURL(bad)
+		require.ErrorIs(t, err, ErrDenied, bad)
+		assert.ErrorContains(t, err, LLMKey, bad)
+	}
+	assert.ErrorContains(t, p.CheckURL("ftp://api.openai.com/"), "http(s)")
+
+	// A public name is judged by what it resolves to.
+	assert.NoError(t, p.CheckAddr("api.example.com", netip.MustParseAddr("203.0.113.5")))
+	err = p.CheckAddr("api.example.com", netip.MustParseAddr("169.254.169.254"))
+	require.ErrorIs(t, err, ErrDenied)
+	assert.ErrorContains(t, err, "non-public address 169.254.169.254")
+
+	_, err = LLM([]string{"https://api.openai.com"})
+	assert.ErrorContains(t, err, LLMKey)
+}
+
+// A non-empty list replaces the default: only what it names is allowed,
+// listed private and loopback addresses included.
+func TestLLMListedHosts(t *testing.T) {
+	p, err := LLM([]string{"127.0.0.1", "10.0.0.0/8", "*.internal.example"})
+	require.NoError(t, err)
+	for _, ok := range []string{"http://127.0.0.1:8000/v1", "http://10.2.3.4/v1", "http://vllm.internal.example/v1"} {
+		assert.NoError(t, p.CheckURL(ok), ok)
+	}
+	for bad, reason := range map[string]string{
+		"https://api.openai.com/v1":      `host "api.openai.com" is not listed in ` + LLMKey,
+		"http://192.168.1.1/":            "address 192.168.1.1 is not listed in " + LLMKey,
+		"http://169.254.169.254/latest/": "address 169.254.169.254 is not listed",
+	} {
+		err := p.CheckURL(bad)
+		require.ErrorIs(t, err, ErrDenied, bad)
+		assert.ErrorContains(t, err, reason, bad)
+	}
 }
 
 // serve starts a webhook that counts its calls, and a policy whose names
@@ -115,7 +160,7 @@ func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
 	})
 
 	// A listed name that resolves to loopback is refused before connecting.
-	p, err := New([]string{"hooks.example.com"})
+	p, err := Webhooks([]string{"hooks.example.com"})
 	require.NoError(t, err)
 	resolveTo(&p, "127.0.0.1")
 	_, err = post(t, p, "http://hooks.example.com:"+port+"/")
@@ -129,7 +174,7 @@ func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
 
 	// Listing the loopback address, or localhost, lets the call through.
 	for host, entries := range map[string][]string{"hooks.example.com": {"hooks.example.com", "127.0.0.1"}, "localhost": {"localhost"}} {
-		p, err := New(entries)
+		p, err := Webhooks(entries)
 		require.NoError(t, err)
 		resolveTo(&p, "127.0.0.1")
 		resp, err := post(t, p, "http://"+host+":"+port+"/")
@@ -139,7 +184,7 @@ func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
 	assert.Equal(t, int32(2), calls.Load())
 
 	// Every address of a name must pass, not just the first one tried.
-	mixed, err := New([]string{"hooks.example.com"})
+	mixed, err := Webhooks([]string{"hooks.example.com"})
 	require.NoError(t, err)
 	mixed.lookup = func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")}, nil
@@ -149,13 +194,50 @@ func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
 	assert.Equal(t, int32(2), calls.Load())
 }
 
+// With the default LLM policy, the dialler lets a public name through and
+// refuses one that resolves to a non-public address before connecting.
+func TestLLMClientChecksResolvedAddresses(t *testing.T) {
+	var calls atomic.Int32
+	_, port := serve(t, func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})
+	p, err := LLM(nil)
+	require.NoError(t, err)
+	for _, addr := range []string{"127.0.0.1", "169.254.169.254", "10.0.0.7"} {
+		resolveTo(&p, addr)
+		_, err = post(t, p, "http://api.example.com:"+port+"/v1/chat/completions")
+		require.ErrorIs(t, err, ErrDenied, addr)
+		assert.ErrorContains(t, err, "non-public address "+addr)
+	}
+	for _, target := range []string{"http://127.0.0.1:" + port + "/", "http://169.254.169.254:" + port + "/"} {
+		_, err = post(t, p, target)
+		assert.ErrorIs(t, err, ErrDenied, target)
+	}
+	assert.Zero(t, calls.Load())
+
+	// A public answer passes the check; the dial itself is not attempted
+	// here, so the test needs no network.
+	resolveTo(&p, "203.0.113.5")
+	addrs, err := p.checkResolved(context.Background(), "api.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Addr{netip.MustParseAddr("203.0.113.5")}, addrs)
+
+	listed, err := LLM([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	resp, err := post(t, listed, "http://127.0.0.1:"+port+"/")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, int32(1), calls.Load())
+}
+
 // A redirect is the webhook's answer, not a second request: otherwise an
 // allowed host could send the server anywhere.
 func TestClientFollowsNoRedirect(t *testing.T) {
 	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 	})
-	p, err := New([]string{"127.0.0.1"})
+	p, err := Webhooks([]string{"127.0.0.1"})
 	require.NoError(t, err)
 	resp, err := post(t, p, srv.URL)
 	require.NoError(t, err)
