@@ -119,11 +119,6 @@ type Client struct {
 	HTTP *http.Client
 }
 
-// NewClient returns a client on its own HTTP transport.
-func NewClient() *Client {
-	return &Client{HTTP: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-}
-
 // CloseIdleConnections releases the client's idle connections.
 func (c *Client) CloseIdleConnections() {
 	c.HTTP.CloseIdleConnections()

@@ -18,7 +18,7 @@ import (
 var schema = &llm.Schema{Name: "score", Schema: json.RawMessage(`{"type":"object","properties":{"score":{"type":"number"}}}`)}
 
 func client(t *testing.T) *llm.Client {
-	c := llm.NewClient()
+	c := &llm.Client{HTTP: &http.Client{}}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
