@@ -10,6 +10,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
+	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
@@ -46,6 +47,10 @@ type Config struct {
 	// and prompt experiments. LLM connection keys are sealed with the key in
 	// GLASSBOX_ENCRYPTION_KEY.
 	Evaluation evalworker.Config `mapstructure:"evaluation"`
+
+	// UI configures the web UI served beside the API: sign-in, sign-up and
+	// single sign-on.
+	UI ui.Config `mapstructure:"ui"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -105,6 +110,7 @@ func NewDefaultConfig() Config {
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
 		Evaluation:               evalworker.NewDefaultConfig(),
+		UI:                       ui.NewDefaultConfig(),
 	}
 }
 
@@ -140,6 +146,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, errors.New("media.max_content_length must be positive"))
 	}
 	errs = append(errs, cfg.Evaluation.Validate())
+	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))
 	return errors.Join(errs...)
 }
 

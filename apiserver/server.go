@@ -32,6 +32,8 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/scores"
 	"github.com/glassbox-dev/glassbox/apiserver/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/traces"
+	"github.com/glassbox-dev/glassbox/apiserver/ui"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -49,6 +51,7 @@ type Server struct {
 	clickhouse   *chstore.Store
 	handler      http.Handler
 	worker       *evalworker.Worker // nil when evaluation.enabled is off
+	ui           *web.App           // nil when ui.enabled is off
 }
 
 var _ apikey.Verifier = (*Server)(nil)
@@ -94,6 +97,12 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
 	}
 	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
+	if cfg.UI.Enabled {
+		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch}, logger); err != nil {
+			return nil, errors.Join(err, ch.Close(), cp.Close())
+		}
+		s.handler = s.ui.Wrap(s.handler)
+	}
 	if cfg.Evaluation.Enabled {
 		if s.worker, err = evalworker.New(cfg.Evaluation, cp, ch, box, logger); err != nil {
 			return nil, errors.Join(err, ch.Close(), cp.Close())
@@ -142,10 +151,15 @@ func mediaService(cfg Config, cp *controlplane.Store) *media.Service {
 	return media.New(cp, media.Config{Dir: cfg.Media.Dir, MaxContentLength: cfg.Media.MaxContentLength, PublicURL: cfg.PublicURL})
 }
 
-// Handler serves the API: every /api/public route, and JSON 404s for any
-// other path.
+// Handler serves the API (every /api/public route) and the web UI at its
+// page paths; other paths get JSON 404s.
 func (s *Server) Handler() http.Handler {
 	return s.handler
+}
+
+// UI is the web UI, nil when it is turned off.
+func (s *Server) UI() *web.App {
+	return s.ui
 }
 
 // ControlPlane is the server's control plane store; the collector extension

@@ -35,3 +35,15 @@ ensure_node_modules() {
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
   fi
 }
+
+# ensure_chromium installs Debian's Chromium for the UI's browser tests when
+# it is missing.
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}

@@ -32,6 +32,17 @@ if [ -z "${GLASSBOX_ENCRYPTION_KEY:-}" ]; then
   GLASSBOX_ENCRYPTION_KEY=$(cat "$data/encryption.key")
   export GLASSBOX_ENCRYPTION_KEY
 fi
+# The first owner, who signs in to the UI: the password is generated once
+# and kept, unless GLASSBOX_INIT_USER_PASSWORD is set.
+export GLASSBOX_INIT_USER_EMAIL=${GLASSBOX_INIT_USER_EMAIL:-admin@glassbox.local}
+password_note="(from GLASSBOX_INIT_USER_PASSWORD)"
+if [ -z "${GLASSBOX_INIT_USER_PASSWORD:-}" ]; then
+  password_note="(kept in $data/init-user.env)"
+  if [ ! -f "$data/init-user.env" ]; then
+    (umask 077; echo "GLASSBOX_INIT_USER_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" > "$data/init-user.env")
+  fi
+  set -a; . "$data/init-user.env"; set +a
+fi
 export GLASSBOX_INIT_PROJECT_ID=${GLASSBOX_INIT_PROJECT_ID:-default}
 export GLASSBOX_INIT_PROJECT_NAME=${GLASSBOX_INIT_PROJECT_NAME:-Default project}
 export GLASSBOX_INIT_ORG_ID=${GLASSBOX_INIT_ORG_ID:-default}
@@ -51,6 +62,12 @@ fi
 cat <<MSG
 
 Glassbox listens on http://$GLASSBOX_LISTEN
+
+  Open http://$GLASSBOX_LISTEN/ and sign in:
+    email:    $GLASSBOX_INIT_USER_EMAIL
+    password: $GLASSBOX_INIT_USER_PASSWORD   $password_note
+
+  SDK settings for the project:
   LANGFUSE_BASE_URL=http://$GLASSBOX_LISTEN
   LANGFUSE_PUBLIC_KEY=$GLASSBOX_INIT_PUBLIC_KEY
   LANGFUSE_SECRET_KEY=$GLASSBOX_INIT_SECRET_KEY

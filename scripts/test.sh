@@ -3,7 +3,7 @@
 # temporary directory, installs the SDK test packages, builds the binaries,
 # replays the ClickHouse schema and queries on ClickHouse 26.7 (chDB), runs
 # every Go test (unit, integration, end-to-end with the official Langfuse JS SDK
-# and the OTel Go SDK), then stops the servers.
+# and the OTel Go SDK, the UI in Debian's Chromium), then stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -28,6 +28,10 @@ echo "clickhouse: $GLASSBOX_TEST_CLICKHOUSE_DSN"
 echo "postgres:   $GLASSBOX_TEST_POSTGRES_DSN"
 # Lets tests that need a server of their own (outage tests) start one the same way.
 export GLASSBOX_CLICKHOUSE_SCRIPT=$PWD/scripts/clickhouse.sh
+
+echo "== browser"
+ensure_chromium || echo "chromium could not be installed: browser tests skip (and fail under CI=true)"
+chromium --version 2>/dev/null || true
 
 echo "== node packages"
 ensure_node_modules test/sdk

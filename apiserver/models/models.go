@@ -96,9 +96,6 @@ type DeletionResponse struct {
 	Message string `json:"message"`
 }
 
-// defaultTierName names the tier made from flat prices, as in Langfuse.
-const defaultTierName = "Standard"
-
 type handlers struct {
 	store   Store
 	builtin []pricing.Model
@@ -282,7 +279,7 @@ func (req CreateModelRequest) model() (pricing.Model, error) {
 				prices[key] = *p
 			}
 		}
-		m.Tiers = []pricing.Tier{{Name: defaultTierName, IsDefault: true, Prices: prices}}
+		m.Tiers = pricing.FlatTiers(prices)
 		return m, nil
 	}
 	for _, t := range req.PricingTiers {

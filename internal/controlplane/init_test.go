@@ -63,6 +63,9 @@ func TestInitFromEnv(t *testing.T) {
 		newName := "Renamed"
 		_, err = s.UpdateProject(ctx, "org-init", "proj-init", ProjectUpdate{Name: &newName})
 		require.NoError(t, err)
+		second, err := s.CreateUser(ctx, NewUser{Email: "second@example.com"})
+		require.NoError(t, err)
+		require.NoError(t, s.SetMembership(ctx, "org-init", second.ID, RoleOwner))
 		require.NoError(t, s.SetMembership(ctx, "org-init", user.ID, RoleAdmin))
 		require.NoError(t, s.SetPassword(ctx, user.ID, "changed password"))
 		before := snapshot(t, s)

@@ -45,29 +45,60 @@ func (m Membership) RoleIn(projectID string) Role {
 	return m.Role
 }
 
+// ErrLastOwner refuses a change that would leave an organization without
+// an owner.
+var ErrLastOwner = fmt.Errorf("%w: an organization keeps at least one OWNER", ErrInvalid)
+
 // SetMembership adds the user to the organization or changes their role.
+// The last owner cannot be demoted.
 func (s *Store) SetMembership(ctx context.Context, orgID, userID string, role Role) error {
 	if err := checkRole(role); err != nil {
 		return err
 	}
-	now := s.micros()
-	if _, err := s.conn().exec(ctx, `INSERT INTO organization_memberships (org_id, user_id, role, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at`,
-		orgID, userID, string(role), now, now); err != nil {
-		return fmt.Errorf("set membership of %q in %q: %w", userID, orgID, classify(err))
-	}
-	return nil
+	return s.inTx(ctx, func(c conn) error {
+		if role != RoleOwner {
+			if err := keepOwner(ctx, c, orgID, userID); err != nil {
+				return err
+			}
+		}
+		now := s.micros()
+		if _, err := c.exec(ctx, `INSERT INTO organization_memberships (org_id, user_id, role, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at`,
+			orgID, userID, string(role), now, now); err != nil {
+			return fmt.Errorf("set membership of %q in %q: %w", userID, orgID, classify(err))
+		}
+		return nil
+	})
 }
 
 // RemoveMembership removes the user from the organization and from its
-// projects.
+// projects. The last owner cannot be removed.
 func (s *Store) RemoveMembership(ctx context.Context, orgID, userID string) error {
-	res, err := s.conn().exec(ctx, `DELETE FROM organization_memberships WHERE org_id = ? AND user_id = ?`, orgID, userID)
-	if err != nil {
-		return fmt.Errorf("remove membership of %q in %q: %w", userID, orgID, err)
+	return s.inTx(ctx, func(c conn) error {
+		if err := keepOwner(ctx, c, orgID, userID); err != nil {
+			return err
+		}
+		res, err := c.exec(ctx, `DELETE FROM organization_memberships WHERE org_id = ? AND user_id = ?`, orgID, userID)
+		if err != nil {
+			return fmt.Errorf("remove membership of %q in %q: %w", userID, orgID, err)
+		}
+		return requireOne(res, fmt.Sprintf("membership of %q in %q", userID, orgID))
+	})
+}
+
+// keepOwner fails when userID is the organization's only owner, before
+// their owner role is taken away.
+func keepOwner(ctx context.Context, c conn, orgID, userID string) error {
+	var owners, isOwner int
+	if err := c.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN user_id = ? THEN 1 ELSE 0 END), 0)
+		FROM organization_memberships WHERE org_id = ? AND role = 'OWNER'`, userID, orgID).Scan(&owners, &isOwner); err != nil {
+		return fmt.Errorf("count owners of %q: %w", orgID, err)
 	}
-	return requireOne(res, fmt.Sprintf("membership of %q in %q", userID, orgID))
+	if isOwner == 1 && owners == 1 {
+		return ErrLastOwner
+	}
+	return nil
 }
 
 // SetProjectRole gives an organization member a role of its own inside one

@@ -440,6 +440,31 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 40,
+		name:    "sign-in sessions and one-time user links",
+		stmts: []string{
+			// Only a hash of the session token is stored: a copy of the
+			// database signs nobody in.
+			`CREATE TABLE ui_sessions (
+				token_hash TEXT PRIMARY KEY,
+				user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+				created_at BIGINT NOT NULL,
+				expires_at BIGINT NOT NULL
+			)`,
+			`CREATE INDEX ui_sessions_user ON ui_sessions (user_id)`,
+			`CREATE INDEX ui_sessions_expiry ON ui_sessions (expires_at)`,
+			// Invitation links let an invited person choose a password.
+			`CREATE TABLE user_links (
+				token_hash TEXT PRIMARY KEY,
+				user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+				purpose    TEXT NOT NULL CHECK (purpose IN ('invite')),
+				created_at BIGINT NOT NULL,
+				expires_at BIGINT NOT NULL
+			)`,
+			`CREATE INDEX user_links_user ON user_links (user_id)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an

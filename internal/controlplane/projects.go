@@ -85,6 +85,22 @@ func (s *Store) GetProject(ctx context.Context, orgID, projectID string) (Projec
 	return p, nil
 }
 
+// LookupProject returns a live project by id alone, for links that name
+// only the project; callers check the reader's access to its organization.
+func (s *Store) LookupProject(ctx context.Context, projectID string) (Project, error) {
+	row := s.conn().queryRow(ctx, `SELECT `+projectColumns+`
+		FROM projects p JOIN organizations o ON o.id = p.org_id
+		WHERE p.id = ? AND p.deleted_at IS NULL`, projectID)
+	p, err := scanProject(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Project{}, fmt.Errorf("project %q: %w", projectID, ErrNotFound)
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("get project %q: %w", projectID, err)
+	}
+	return p, nil
+}
+
 // ListProjects returns the organization's live projects, oldest first.
 func (s *Store) ListProjects(ctx context.Context, orgID string) ([]Project, error) {
 	rows, err := s.conn().query(ctx, `SELECT `+projectColumns+`

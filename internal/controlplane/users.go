@@ -10,25 +10,23 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // ErrInvalidLogin means the email is unknown, the user has no password, or
 // the password is wrong; callers cannot tell which.
 var ErrInvalidLogin = errors.New("invalid email or password")
 
-// minPasswordLength is the shortest password accepted; bcrypt itself caps
-// input at 72 bytes.
-const minPasswordLength = 8
-
 // User is a person who signs in to the UI. The password hash never leaves
 // the store.
 type User struct {
-	ID        string
-	Email     string // lower case
-	Name      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID    string
+	Email string // lower case
+	Name  string
+	// HasPassword is false for people who sign in only through SSO, and for
+	// invited people who have not chosen a password yet.
+	HasPassword bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // NewUser is the input of CreateUser.
@@ -65,7 +63,7 @@ func (s *Store) CreateUser(ctx context.Context, u NewUser) (User, error) {
 		VALUES (?, ?, ?, ?, ?, ?)`, u.ID, email, name, hash, now, now); err != nil {
 		return User{}, fmt.Errorf("create user %q: %w", email, classify(err))
 	}
-	return User{ID: u.ID, Email: email, Name: name, CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now)}, nil
+	return User{ID: u.ID, Email: email, Name: name, HasPassword: hash.Valid, CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now)}, nil
 }
 
 // GetUser returns a user by id.
@@ -81,29 +79,46 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (User, error) 
 }
 
 // CheckPassword returns the user when the password matches, and
-// ErrInvalidLogin otherwise. An unknown email costs the same bcrypt work as
-// a known one, so response time does not reveal which emails exist.
+// ErrInvalidLogin otherwise. An unknown email costs the same hashing work as
+// a known one, so response time does not reveal which emails exist. A hash
+// with outdated parameters is replaced after a successful check.
 func (s *Store) CheckPassword(ctx context.Context, email, password string) (User, error) {
 	u, hash, err := s.userWhere(ctx, `email = ?`, strings.ToLower(strings.TrimSpace(email)))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return User{}, err
 	}
 	if !hash.Valid {
-		_ = bcrypt.CompareHashAndPassword(dummyPasswordHash, []byte(password))
+		_, _ = passwordMatches(dummyPasswordHash, password)
 		return User{}, ErrInvalidLogin
 	}
-	if bcrypt.CompareHashAndPassword([]byte(hash.String), []byte(password)) != nil {
+	ok, current := passwordMatches(hash.String, password)
+	if !ok {
 		return User{}, ErrInvalidLogin
+	}
+	if !current {
+		if h, err := hashPassword(password); err == nil {
+			if err := s.storePasswordHash(ctx, u.ID, h); err != nil {
+				return User{}, err
+			}
+		}
 	}
 	return u, nil
 }
 
-// SetPassword replaces a user's password.
+// SetPassword replaces a user's password and ends their signed-in
+// sessions, so a changed password locks out whoever knew the old one.
 func (s *Store) SetPassword(ctx context.Context, userID, password string) error {
 	hash, err := hashPassword(password)
 	if err != nil {
 		return err
 	}
+	if err := s.storePasswordHash(ctx, userID, hash); err != nil {
+		return err
+	}
+	return s.DeleteUserSessions(ctx, userID)
+}
+
+func (s *Store) storePasswordHash(ctx context.Context, userID, hash string) error {
 	res, err := s.conn().exec(ctx, `UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`,
 		hash, s.micros(), userID)
 	if err != nil {
@@ -111,10 +126,6 @@ func (s *Store) SetPassword(ctx context.Context, userID, password string) error 
 	}
 	return requireOne(res, "user "+userID)
 }
-
-// dummyPasswordHash is a bcrypt hash at the default cost, compared against
-// when no real hash exists; the result is discarded.
-var dummyPasswordHash = []byte("$2a$10$jJ8RVjLQ0n1/FASSm20NzuVwOxIvfGf9CxFkPmkIs2iNESck4Fjci")
 
 func (s *Store) userWhere(ctx context.Context, where string, arg any) (User, sql.NullString, error) {
 	var (
@@ -131,18 +142,8 @@ func (s *Store) userWhere(ctx context.Context, where string, arg any) (User, sql
 		return User{}, sql.NullString{}, fmt.Errorf("get user %v: %w", arg, err)
 	}
 	u.CreatedAt, u.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
+	u.HasPassword = hash.Valid
 	return u, hash, nil
-}
-
-func hashPassword(password string) (string, error) {
-	if len(password) < minPasswordLength {
-		return "", fmt.Errorf("%w: password must have at least %d characters", ErrInvalid, minPasswordLength)
-	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
-	if err != nil {
-		return "", fmt.Errorf("%w: password: %w", ErrInvalid, err)
-	}
-	return string(h), nil
 }
 
 func normalizeEmail(email string) (string, error) {

@@ -44,9 +44,6 @@ type builtinTier struct {
 // BuiltinPrefix starts the id of every built-in definition.
 const BuiltinPrefix = "glassbox-"
 
-// builtinTierName is the default tier's name, as in Langfuse.
-const builtinTierName = "Standard"
-
 var builtin = sync.OnceValues(func() (*Catalogue, error) {
 	models, err := parseBuiltin(builtinJSON)
 	if err != nil {
@@ -96,7 +93,7 @@ func parseBuiltin(raw []byte) ([]Model, error) {
 		ids[id] = true
 		m.ID = id
 		m.Tiers = append(m.Tiers, Tier{
-			ID: id + "-standard", Name: builtinTierName, IsDefault: true, Prices: e.Prices, Conditions: []Condition{},
+			ID: id + "-standard", Name: DefaultTierName, IsDefault: true, Prices: e.Prices, Conditions: []Condition{},
 		})
 		for _, t := range e.Tiers {
 			m.Tiers = append(m.Tiers, Tier{

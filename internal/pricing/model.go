@@ -90,6 +90,15 @@ type TokenizerConfig struct {
 	TokensPerName    int `json:"tokensPerName,omitempty"`
 }
 
+// DefaultTierName names the default tier, as in Langfuse.
+const DefaultTierName = "Standard"
+
+// FlatTiers are the tiers of a model with one set of prices for all usage:
+// a single default tier without conditions.
+func FlatTiers(prices map[string]float64) []Tier {
+	return []Tier{{Name: DefaultTierName, IsDefault: true, Prices: prices}}
+}
+
 // Tier is one set of prices and the conditions under which it applies.
 type Tier struct {
 	ID         string      `json:"id"`

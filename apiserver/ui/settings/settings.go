@@ -1,0 +1,162 @@
+// Package settings serves the organization and project settings pages:
+// projects, members and roles, API keys, model prices, sampling and
+// retention, and usage.
+package settings // import "github.com/glassbox-dev/glassbox/apiserver/ui/settings"
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
+	"github.com/glassbox-dev/glassbox/internal/access"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/sampling"
+)
+
+//go:embed *.html
+var pages embed.FS
+
+// Store is what the settings pages read and write.
+type Store interface {
+	ListProjects(ctx context.Context, orgID string) ([]controlplane.Project, error)
+	CreateProject(ctx context.Context, orgID string, p controlplane.NewProject) (controlplane.Project, error)
+	UpdateProject(ctx context.Context, orgID, projectID string, u controlplane.ProjectUpdate) (controlplane.Project, error)
+	DeleteProject(ctx context.Context, orgID, projectID string) error
+
+	ListMembers(ctx context.Context, orgID string) ([]controlplane.Membership, error)
+	GetMembership(ctx context.Context, orgID, userID string) (controlplane.Membership, error)
+	InviteMember(ctx context.Context, orgID, email, name string, role controlplane.Role) (controlplane.User, bool, error)
+	CreateInviteLink(ctx context.Context, userID string, ttl time.Duration) (string, error)
+	SetMembership(ctx context.Context, orgID, userID string, role controlplane.Role) error
+	RemoveMembership(ctx context.Context, orgID, userID string) error
+	SetProjectRole(ctx context.Context, orgID, projectID, userID string, role controlplane.Role) error
+	RemoveProjectRole(ctx context.Context, orgID, projectID, userID string) error
+
+	CreateAPIKey(ctx context.Context, orgID, projectID string, k controlplane.NewAPIKey) (controlplane.APIKey, string, error)
+	ListAPIKeys(ctx context.Context, orgID, projectID string) ([]controlplane.APIKey, error)
+	RevokeAPIKey(ctx context.Context, orgID, projectID, keyID string) error
+
+	GetSampling(ctx context.Context, projectID string) (sampling.Rates, error)
+	SetSampling(ctx context.Context, projectID string, r sampling.Rates) (sampling.Rates, error)
+
+	CreateModel(ctx context.Context, projectID string, m pricing.Model) (pricing.Model, error)
+	ListModels(ctx context.Context, projectID string) ([]pricing.Model, error)
+	DeleteModel(ctx context.Context, projectID, id string) error
+}
+
+// inviteTTL is how long an invitation link works.
+const inviteTTL = 7 * 24 * time.Hour
+
+type handlers struct {
+	store    Store
+	builtins []pricing.Model
+	t        *web.Templates
+}
+
+// Routes registers the settings pages and their sidebar entry.
+func Routes(app *web.App, store Store, builtins []pricing.Model) error {
+	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html")
+	if err != nil {
+		return err
+	}
+	h := &handlers{store: store, builtins: builtins, t: t}
+	app.AddNav(web.NavItem{Section: "Settings", Label: "Settings", Path: "settings", Action: access.ProjectRead, Order: 900})
+	const org, proj = web.InOrganization, web.InProject
+	return app.Handle(
+		web.Route{Method: http.MethodGet, Path: "/organization/{orgId}", Access: org, Action: access.OrganizationRead, Handler: h.organization},
+		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/projects", Access: org, Action: access.ProjectCreate, Handler: h.createProject},
+		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members", Access: org, Action: access.MembersManage, Handler: h.invite},
+		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}", Access: org, Action: access.MembersManage, Handler: h.setRole},
+		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}/remove", Access: org, Action: access.MembersManage, Handler: h.removeMember},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings", Access: proj, Action: access.ProjectRead, Handler: h.general},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings", Access: proj, Action: access.ProjectSettingsWrite, Handler: h.saveGeneral},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/sampling", Access: proj, Action: access.ProjectSettingsWrite, Handler: h.saveSampling},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/delete", Access: proj, Action: access.ProjectDelete, Handler: h.deleteProject},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/api-keys", Access: proj, Action: access.APIKeysManage, Handler: h.apiKeys},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/api-keys", Access: proj, Action: access.APIKeysManage, Handler: h.createAPIKey},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/api-keys/{keyId}/revoke", Access: proj, Action: access.APIKeysManage, Handler: h.revokeAPIKey},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/members", Access: proj, Action: access.ProjectRead, Handler: h.projectMembers},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/members/{userId}", Access: proj, Action: access.ProjectMembersManage, Handler: h.setProjectRole},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/models", Access: proj, Action: access.ProjectRead, Handler: h.models},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/models", Access: proj, Action: access.ModelsWrite, Handler: h.createModel},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/models/{modelId}/delete", Access: proj, Action: access.ModelsWrite, Handler: h.deleteModel},
+	)
+}
+
+// tabs are the project settings' own navigation.
+func tabs(r *web.Request, active string) []web.Tab {
+	p := r.Project.ID
+	all := []struct {
+		label, path string
+		action      access.Action
+	}{
+		{"General", "", access.ProjectRead},
+		{"API keys", "api-keys", access.APIKeysManage},
+		{"Members", "members", access.ProjectRead},
+		{"Models", "models", access.ProjectRead},
+	}
+	var out []web.Tab
+	for _, t := range all {
+		if !r.Can(t.action) {
+			continue
+		}
+		href := r.Path("project", p, "settings")
+		if t.path != "" {
+			href += "/" + t.path
+		}
+		out = append(out, web.Tab{Label: t.label, Href: href, Active: t.path == active})
+	}
+	return out
+}
+
+// formError turns a store's validation or conflict error into the message
+// a form shows; other errors are returned for the error page.
+func formError(err error) (string, error) {
+	switch {
+	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, controlplane.ErrConflict), errors.Is(err, access.ErrDenied):
+		msg := err.Error()
+		for _, prefix := range []string{controlplane.ErrInvalid.Error() + ": ", controlplane.ErrConflict.Error() + ": ", access.ErrDenied.Error() + ": "} {
+			if i := strings.LastIndex(msg, prefix); i >= 0 {
+				msg = msg[i+len(prefix):]
+			}
+		}
+		if msg == "" {
+			return "", err
+		}
+		return strings.ToUpper(msg[:1]) + msg[1:] + ".", nil
+	}
+	return "", err
+}
+
+// formState is embedded in the data of pages with forms: the problem the
+// last post had, if any.
+type formState struct {
+	Error string
+}
+
+func (f *formState) setError(msg string) { f.Error = msg }
+
+// failed answers a post whose input the store refused: the page again, as
+// load builds it, with the reason. Errors of another kind go to the error
+// page.
+func failed[D interface{ setError(string) }](h *handlers, r *web.Request, err error, page string, load func(*web.Request) (D, error)) error {
+	msg, err := formError(err)
+	if err != nil {
+		return err
+	}
+	d, err := load(r)
+	if err != nil {
+		return err
+	}
+	d.setError(msg)
+	return r.RenderStatus(http.StatusBadRequest, h.t, page, d)
+}

@@ -1,0 +1,135 @@
+// Package ui is Glassbox's web UI, served by the API server on the same
+// base URL at Langfuse's page paths (/project/{projectId}/traces/...), so
+// the htmlPath of every trace opens its page. It composes the page
+// packages on the foundation in ui/web; see docs/ui.md for the layout.
+package ui // import "github.com/glassbox-dev/glassbox/apiserver/ui"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/pricing"
+)
+
+// Config configures the web UI.
+type Config struct {
+	// Enabled serves the UI beside the API; off, only the API answers.
+	Enabled bool `mapstructure:"enabled"`
+	// SignUp lets anyone create an account. Off (the default), people get
+	// in as the initial user (GLASSBOX_INIT_USER_*), by invitation, or
+	// through SSO with an email an admin invited.
+	SignUp bool `mapstructure:"sign_up"`
+	// SessionTTL is how long a sign-in lasts.
+	SessionTTL time.Duration `mapstructure:"session_ttl"`
+	// SecureCookies marks cookies Secure even when the server cannot tell
+	// that the browser uses HTTPS; it is on when public_url is https.
+	SecureCookies bool `mapstructure:"secure_cookies"`
+	// OIDC configures single sign-on through an OpenID Connect provider.
+	OIDC account.SSOConfig `mapstructure:"oidc"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// DefaultSessionTTL is a week.
+const DefaultSessionTTL = 7 * 24 * time.Hour
+
+// NewDefaultConfig serves the UI with sign-up off.
+func NewDefaultConfig() Config {
+	return Config{Enabled: true, SessionTTL: DefaultSessionTTL}
+}
+
+// Validate reports every problem with the configuration; publicURL is the
+// server's public_url, which SSO needs for its callback address.
+func (c *Config) Validate(publicURL string) error {
+	if !c.Enabled {
+		return nil
+	}
+	var errs []error
+	if c.SessionTTL <= 0 {
+		errs = append(errs, errors.New("ui.session_ttl must be positive"))
+	}
+	if err := c.OIDC.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("ui.%w", err))
+	}
+	if c.OIDC.Enabled() && publicURL == "" {
+		errs = append(errs, errors.New("ui.oidc needs public_url: the provider redirects back to it"))
+	}
+	return errors.Join(errs...)
+}
+
+// Stores are what the UI reads and writes.
+type Stores struct {
+	ControlPlane *controlplane.Store
+	ClickHouse   *chstore.Store
+}
+
+// Secret names of the keys the UI keeps in the control plane store, shared
+// by every replica.
+const (
+	csrfSecret = "ui-csrf"
+	ssoSecret  = "ui-sso"
+)
+
+// New builds the UI. publicURL is the server's public_url: its path is the
+// base path pages are served under.
+func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *zap.Logger) (*web.App, error) {
+	if err := cfg.Validate(publicURL); err != nil {
+		return nil, err
+	}
+	base, secure := "", cfg.SecureCookies
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil {
+			return nil, fmt.Errorf("ui: public_url: %w", err)
+		}
+		base = strings.TrimRight(u.EscapedPath(), "/")
+		secure = secure || u.Scheme == "https"
+	}
+	cp := st.ControlPlane
+	csrfKey, err := cp.Secret(ctx, csrfSecret)
+	if err != nil {
+		return nil, err
+	}
+	app, err := web.New(web.Config{BasePath: base, PublicURL: strings.TrimRight(publicURL, "/"), SecureCookies: secure, SessionTTL: cfg.SessionTTL},
+		cp, csrfKey, logger)
+	if err != nil {
+		return nil, err
+	}
+	acc := account.Config{SignUp: cfg.SignUp}
+	if cfg.OIDC.Enabled() {
+		key, err := cp.Secret(ctx, ssoSecret)
+		if err != nil {
+			return nil, err
+		}
+		if acc.SSO, err = account.NewSSO(cfg.OIDC, strings.TrimRight(publicURL, "/")+"/auth/sso/callback", key); err != nil {
+			return nil, err
+		}
+	}
+	builtin, err := pricing.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(
+		account.Routes(app, cp, acc),
+		settings.Routes(app, cp, builtin.Models()),
+		home.Routes(app, cp, st.ClickHouse, func(r *web.Request) error {
+			return r.Redirect(r.Path("project", r.Project.ID, "traces"))
+		}),
+	); err != nil {
+		return nil, err
+	}
+	return app, nil
+}

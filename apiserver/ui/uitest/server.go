@@ -1,0 +1,106 @@
+// Package uitest is the harness of the UI's tests: a real API server (SQLite
+// control plane, the test ClickHouse) on loopback with a signed-up owner, an
+// HTTP client that signs in and posts forms with their CSRF token, and a
+// headless Chromium driven through chromedp.
+package uitest // import "github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// Env is a running server with one organization, one project, a key pair
+// and its owner.
+type Env struct {
+	// URL is the base URL people open, with the base path when one is set.
+	URL    string
+	Server *apiserver.Server
+	Store  *controlplane.Store
+
+	OwnerEmail, OwnerPassword string
+	Owner                     controlplane.User
+	OrgID, ProjectID          string
+	PublicKey, SecretKey      string
+}
+
+// Options change the server a test starts.
+type Options struct {
+	// BasePath serves everything below a path prefix, as behind a proxy.
+	BasePath string
+	// Configure changes the configuration before the server starts.
+	Configure func(*apiserver.Config)
+}
+
+// Start runs a server for the test and stops it when the test ends.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	ch := chtest.Config(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String() + opts.BasePath
+
+	cfg := apiserver.NewDefaultConfig()
+	cfg.Listen = ""
+	cfg.PublicURL = base
+	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	cfg.ClickHouse = apiserver.ClickHouseConfig{DSN: ch.DSN, Database: ch.Database, QueryTimeout: ch.QueryTimeout}
+	cfg.Media.Dir = filepath.Join(t.TempDir(), "media")
+	cfg.Evaluation.Enabled = false
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	logger := zap.NewNop()
+	if testing.Verbose() {
+		logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	}
+	srv, err := apiserver.New(context.Background(), cfg, logger)
+	require.NoError(t, err)
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	_ = hs.Listener.Close()
+	hs.Listener = ln
+	hs.Config.ErrorLog = nil
+	hs.Start()
+	t.Cleanup(func() {
+		hs.Close()
+		require.NoError(t, srv.Close())
+	})
+
+	env := &Env{URL: base, Server: srv, Store: srv.ControlPlane(), OwnerEmail: "owner@example.com", OwnerPassword: "owner password 1"}
+	ctx := context.Background()
+	env.Owner, err = env.Store.CreateUser(ctx, controlplane.NewUser{Email: env.OwnerEmail, Name: "Olive Owner", Password: env.OwnerPassword})
+	require.NoError(t, err)
+	org, err := env.Store.CreateOrganizationWithOwner(ctx, "Acme", env.Owner.ID)
+	require.NoError(t, err)
+	env.OrgID = org.ID
+	p, err := env.Store.CreateProject(ctx, org.ID, controlplane.NewProject{Name: "Chatbot"})
+	require.NoError(t, err)
+	env.ProjectID = p.ID
+	key, secret, err := env.Store.CreateAPIKey(ctx, org.ID, p.ID, controlplane.NewAPIKey{Note: "test"})
+	require.NoError(t, err)
+	env.PublicKey, env.SecretKey = key.PublicKey, secret
+	return env
+}
+
+// AddMember creates a user with a password and gives them role in the
+// organization.
+func (e *Env) AddMember(t testing.TB, email string, role controlplane.Role) controlplane.User {
+	t.Helper()
+	u, err := e.Store.CreateUser(context.Background(), controlplane.NewUser{Email: email, Password: "member password 1"})
+	require.NoError(t, err)
+	require.NoError(t, e.Store.SetMembership(context.Background(), e.OrgID, u.ID, role))
+	return u
+}
+
+// MemberPassword is the password AddMember gives.
+const MemberPassword = "member password 1"

@@ -1,0 +1,93 @@
+// Glassbox UI behaviour that HTML alone cannot do. Small and dependency
+// free; every page works without it, only less comfortably.
+(function () {
+  "use strict";
+
+  function toast(msg) {
+    var t = document.getElementById("toast");
+    if (!t) return;
+    t.textContent = msg;
+    t.hidden = false;
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(function () { t.hidden = true; }, 4000);
+  }
+
+  // Copy buttons: data-copy holds the text.
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest("[data-copy]");
+    if (!b) return;
+    e.preventDefault();
+    var text = b.getAttribute("data-copy");
+    var done = function () { toast("Copied"); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+    } else { fallbackCopy(text); done(); }
+  });
+  function fallbackCopy(text) {
+    var ta = document.createElement("textarea");
+    ta.value = text; document.body.appendChild(ta); ta.select();
+    try { document.execCommand("copy"); } catch (err) { /* nothing else to try */ }
+    ta.remove();
+  }
+
+  // Clicking a table row opens it, unless the click was on a control.
+  document.addEventListener("click", function (e) {
+    var tr = e.target.closest("tr[data-href]");
+    if (!tr || e.target.closest("a, button, input, label, select, textarea")) return;
+    if (e.metaKey || e.ctrlKey) { window.open(tr.getAttribute("data-href")); return; }
+    window.location.href = tr.getAttribute("data-href");
+  });
+
+  // Row selection for bulk actions.
+  function syncBulk(block) {
+    var boxes = block.querySelectorAll("tbody input[name=id]");
+    var n = 0;
+    boxes.forEach(function (b) { if (b.checked) n++; });
+    var c = block.querySelector("[data-selected-count]");
+    if (c) c.textContent = n + " selected";
+    block.querySelectorAll("[data-bulk-button]").forEach(function (b) { b.disabled = n === 0; });
+  }
+  document.addEventListener("change", function (e) {
+    var block = e.target.closest(".table-block");
+    if (!block) return;
+    if (e.target.matches("[data-select-all]")) {
+      block.querySelectorAll("tbody input[name=id]").forEach(function (b) { b.checked = e.target.checked; });
+    }
+    if (e.target.matches("[data-select-all], tbody input[name=id]")) syncBulk(block);
+  });
+  document.addEventListener("submit", function (e) {
+    var btn = e.submitter;
+    var q = btn && btn.getAttribute("data-confirm");
+    if (q && !window.confirm(q)) e.preventDefault();
+  });
+
+  // Forms marked data-autosubmit apply a changed select at once; the time
+  // range shows its inputs only for a custom range.
+  document.addEventListener("change", function (e) {
+    var f = e.target.closest("form[data-autosubmit]");
+    if (!f || e.target.tagName !== "SELECT") return;
+    var custom = f.querySelector("[data-custom-range]");
+    if (custom && e.target.name === "range") {
+      custom.hidden = e.target.value !== "";
+      if (e.target.value === "") return;
+      custom.querySelectorAll("input").forEach(function (i) { i.disabled = true; });
+    }
+    f.requestSubmit();
+  });
+  document.querySelectorAll("form[data-autosubmit] [data-custom-range][hidden] input").forEach(function (i) { i.disabled = true; });
+
+  // Errors of htmx calls are told, not swallowed.
+  document.body.addEventListener("gb-error", function (e) { toast(e.detail.value || "Failed"); });
+  document.body.addEventListener("htmx:responseError", function (e) {
+    if (!e.detail.xhr.getResponseHeader("HX-Trigger")) toast("Request failed (" + e.detail.xhr.status + ")");
+  });
+  document.body.addEventListener("htmx:sendError", function () { toast("The server cannot be reached"); });
+
+  // Times are rendered in UTC; show them in the reader's zone.
+  document.querySelectorAll("time[datetime]").forEach(function (t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (!isNaN(d)) { t.title = t.textContent + " UTC"; t.textContent = d.toLocaleString(); }
+  });
+
+  window.glassbox = { toast: toast };
+})();
