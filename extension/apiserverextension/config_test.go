@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/ui"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 )
 
@@ -54,6 +56,10 @@ func TestLoadConfig(t *testing.T) {
 				MaxLargeRequestBodyBytes: 8388608,
 				Media:                    apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
 				Evaluation:               evaluation,
+				UI: ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
+					Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
+					AllowedDomains: []string{"example.com"},
+				}},
 			},
 		},
 	}
@@ -70,7 +76,8 @@ func TestInvalidConfig(t *testing.T) {
 	cfg := loadConfig(t, "invalid.yaml", component.NewID(Type))
 	err := confmap.Validate(cfg)
 	require.Error(t, err)
-	for _, want := range []string{"listen", "public_url", "control_plane.dsn", "clickhouse: dsn", "max_request_body_bytes"} {
+	for _, want := range []string{"listen", "public_url", "control_plane.dsn", "clickhouse: dsn", "max_request_body_bytes",
+		"ui.session_ttl", "ui.oidc.client_id"} {
 		assert.ErrorContains(t, err, want)
 	}
 }
