@@ -56,6 +56,7 @@ require (
 	github.com/coreos/go-oidc/v3 v3.21.0 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
 	github.com/zitadel/oidc/v3 v3.51.17 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 )

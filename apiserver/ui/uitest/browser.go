@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,11 +176,21 @@ func Eval[T any](b *Tab, expr string) T {
 	return v
 }
 
-// WaitFor polls a JavaScript expression until it is true.
+// WaitFor polls a JavaScript expression until it is true. A navigation
+// while polling (a form being submitted) restarts the poll on the new page.
 func (b *Tab) WaitFor(expr string) {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr))
-	require.NoError(b.t, err, "waiting for %s", expr)
+	for {
+		_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr))
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		if b.ctx.Err() != nil || !(strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") ||
+			strings.Contains(msg, "Cannot find context")) {
+			require.NoError(b.t, err, "waiting for %s", expr)
+		}
+	}
 }
 
 // ConsoleErrors are the errors the pages of this tab reported so far.
@@ -204,4 +215,16 @@ func Screenshot(t testing.TB, ctx context.Context, name string) {
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// SignIn signs in through the sign-in page at base and waits until the
+// browser has left it.
+func (b *Tab) SignIn(base, email, password string) {
+	b.t.Helper()
+	b.Go(base + "/auth/sign-in")
+	b.WaitVisible(`[data-testid=sign-in]`)
+	b.Type(`input[name=email]`, email)
+	b.Type(`input[name=password]`, password)
+	b.Click(`[data-testid=sign-in-submit]`)
+	b.WaitFor(`!location.pathname.endsWith("/auth/sign-in") && document.readyState === "complete"`)
 }

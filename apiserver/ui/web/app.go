@@ -74,6 +74,12 @@ type Route struct {
 	Access  Access
 	Action  access.Action // required for InProject and InOrganization
 	Handler func(*Request) error
+	// Shared, on a project route, serves people the role check turned away
+	// (not signed in, or outside the organization) when the thing is shared
+	// publicly, such as a trace marked public; it returns ErrNotFound
+	// otherwise and the refusal stands. The request has its Project but no
+	// role, so Can is false for every action.
+	Shared func(*Request) error
 }
 
 // App serves the UI's routes, and hands every other path to the API.
@@ -154,6 +160,8 @@ func checkRoute(rt Route) error {
 		return fmt.Errorf("ui: project route %s %s needs an action and {projectId} in its path", rt.Method, rt.Path)
 	case rt.Access == InOrganization && (rt.Action == "" || !strings.Contains(rt.Path, "{orgId}")):
 		return fmt.Errorf("ui: organization route %s %s needs an action and {orgId} in its path", rt.Method, rt.Path)
+	case rt.Shared != nil && rt.Access != InProject:
+		return fmt.Errorf("ui: route %s %s: only project routes can be shared", rt.Method, rt.Path)
 	case (rt.Access == Public || rt.Access == SignedIn) && rt.Action != "":
 		return fmt.Errorf("ui: route %s %s names an action its access rule does not check", rt.Method, rt.Path)
 	}
@@ -215,7 +223,12 @@ func (a *App) serve(rt Route) http.Handler {
 			}
 		}
 		if err := a.authorize(r, rt); err != nil {
-			r.fail(err)
+			if rt.Shared != nil && (err == errSignInNeeded || err == ErrNotFound) { //nolint:errorlint // the two sentinels authorize returns as they are
+				err = a.shared(r, rt, err)
+			}
+			if err != nil {
+				r.fail(err)
+			}
 			return
 		}
 		if err := rt.Handler(r); err != nil {
@@ -289,6 +302,27 @@ func (a *App) authorize(r *Request, rt Route) error {
 		return ErrForbidden
 	}
 	return nil
+}
+
+// shared serves a route's public view; refused is the error to answer
+// with when the thing is not shared.
+func (a *App) shared(r *Request, rt Route, refused error) error {
+	if r.Project == nil {
+		p, err := a.store.LookupProject(r.Context(), r.PathValue("projectId"))
+		if errors.Is(err, controlplane.ErrNotFound) {
+			return refused
+		}
+		if err != nil {
+			return err
+		}
+		r.Project = &p
+	}
+	r.Org, r.Membership, r.Role = nil, nil, ""
+	err := rt.Shared(r)
+	if errors.Is(err, ErrNotFound) {
+		return refused
+	}
+	return err
 }
 
 // setSecurityHeaders forbids inline scripts and styles, framing and

@@ -191,6 +191,12 @@ func (a *App) funcs() template.FuncMap {
 		"csrfHeader": func() string { return CSRFHeader },
 		"lower":      strings.ToLower,
 		"int64":      func(n int) int64 { return int64(n) },
+		"first": func(vs []string) string {
+			if len(vs) == 0 {
+				return ""
+			}
+			return vs[0]
+		},
 	}
 }
 

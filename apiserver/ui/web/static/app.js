@@ -89,5 +89,43 @@
     if (!isNaN(d)) { t.title = t.textContent + " UTC"; t.textContent = d.toLocaleString(); }
   });
 
+  // Raw toggles switch an input/output between the rendered view and the
+  // stored JSON.
+  document.addEventListener("change", function (e) {
+    if (!e.target.matches("[data-raw-toggle]")) return;
+    var io = e.target.closest(".io");
+    io.querySelector(".io-pretty").hidden = e.target.checked;
+    io.querySelector(".io-raw").hidden = !e.target.checked;
+  });
+
+  // Keyboard: j/k (or the arrow keys) walk a trace's observations, J/K
+  // the traces of the list it was opened from.
+  document.addEventListener("keydown", function (e) {
+    if (e.metaKey || e.ctrlKey || e.altKey || e.target.closest("input, textarea, select, [contenteditable]")) return;
+    var tree = document.querySelector("[data-tree]");
+    if (!tree) return;
+    var key = e.key;
+    if (key === "J" || key === "K") {
+      var link = document.querySelector(key === "J" ? "[rel=next][data-testid=next-trace]" : "[rel=prev][data-testid=prev-trace]");
+      if (link) { e.preventDefault(); link.click(); }
+      return;
+    }
+    var step = (key === "j" || key === "ArrowDown") ? 1 : (key === "k" || key === "ArrowUp") ? -1 : 0;
+    if (!step) return;
+    var nodes = Array.prototype.slice.call(tree.querySelectorAll("[data-node]"));
+    var cur = nodes.findIndex(function (n) { return n.classList.contains("selected"); });
+    var next = nodes[Math.max(0, Math.min(nodes.length - 1, cur + step))];
+    if (!next || next === nodes[cur]) return;
+    e.preventDefault();
+    next.click();
+  });
+  document.body.addEventListener("htmx:beforeRequest", function (e) {
+    var n = e.detail.elt;
+    if (!n.matches || !n.matches("[data-node]")) return;
+    document.querySelectorAll("[data-node].selected").forEach(function (s) { s.classList.remove("selected"); });
+    n.classList.add("selected");
+    n.scrollIntoView({ block: "nearest" });
+  });
+
   window.glassbox = { toast: toast };
 })();

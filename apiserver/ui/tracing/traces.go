@@ -1,0 +1,161 @@
+package tracing
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
+	"github.com/glassbox-dev/glassbox/internal/access"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+)
+
+// traceColumns are the traces table's columns; the sortable ones map to
+// the store's orders.
+var traceColumns = []web.Column{
+	{Key: "timestamp", Label: "Timestamp", Sortable: true},
+	{Key: "name", Label: "Name", Sortable: true},
+	{Key: "input", Label: "Input", Hidden: true},
+	{Key: "output", Label: "Output", Hidden: true},
+	{Key: "user", Label: "User", Sortable: true},
+	{Key: "session", Label: "Session", Sortable: true},
+	{Key: "tags", Label: "Tags"},
+	{Key: "environment", Label: "Environment"},
+	{Key: "latency", Label: "Latency", Numeric: true},
+	{Key: "cost", Label: "Cost", Numeric: true},
+	{Key: "observations", Label: "Observations", Numeric: true, Hidden: true},
+	{Key: "release", Label: "Release", Sortable: true, Hidden: true},
+	{Key: "version", Label: "Version", Sortable: true, Hidden: true},
+	{Key: "id", Label: "Trace ID", Sortable: true, Hidden: true},
+}
+
+var traceOrders = map[string]string{
+	"timestamp": chstore.TraceOrderTimestamp, "name": chstore.TraceOrderName, "user": chstore.TraceOrderUserID,
+	"session": chstore.TraceOrderSessionID, "release": chstore.TraceOrderRelease, "version": chstore.TraceOrderVersion,
+	"id": chstore.TraceOrderID,
+}
+
+type tracesData struct {
+	Table   *web.Table
+	List    listState
+	Filters bool // some filter besides the time range is set
+}
+
+func (h *handlers) traces(r *web.Request) error {
+	q := r.URL.Query()
+	if s := strings.TrimSpace(q.Get("q")); traceIDPattern.MatchString(s) {
+		// An id in the search box opens that trace.
+		if _, err := h.getTrace(r, s); err == nil {
+			return r.Redirect(r.Path("project", r.Project.ID, "traces", s))
+		}
+	}
+	list := readListState(q, h.now())
+	state := web.ReadTableState(q, traceColumns, "timestamp", true)
+	f := list.filter(r.Project.ID)
+	f.OrderBy = chstore.TraceOrder{Field: traceOrders[state.Sort], Desc: state.Desc}
+	f.Page, f.Limit = state.Page, state.Limit
+	traces, total, err := h.store.ListTraces(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if total == 0 && !list.filtered() && state.Page == 1 {
+		// A project without any trace shows how to send one.
+		any, _, err := h.store.ListTraces(r.Context(), chstore.TraceFilter{ProjectID: r.Project.ID, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(any) == 0 {
+			return r.Redirect(r.Path("project", r.Project.ID))
+		}
+	}
+	table := web.NewTable("traces", r.Path("project", r.Project.ID, "traces"), traceColumns, state)
+	table.Total = total
+	table.Empty = "No traces match these filters in " + strings.ToLower(list.Range.Label()) + "."
+	if r.Can(access.TracesDelete) {
+		table.Bulk = append(table.Bulk, web.BulkAction{Label: "Delete", Action: r.Path("project", r.Project.ID, "traces", "delete"),
+			Confirm: "Delete the selected traces? This cannot be undone.", Danger: true})
+	}
+	listQuery := q.Encode()
+	for _, tr := range traces {
+		href := r.Path("project", r.Project.ID, "traces", tr.ID)
+		if listQuery != "" {
+			href += "?list=" + url.QueryEscape(listQuery)
+		}
+		table.Rows = append(table.Rows, traceRow(r, table, tr, href))
+	}
+	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered()})
+}
+
+func (s listState) filtered() bool {
+	return s.Search != "" || s.Name != "" || s.User != "" || s.Session != "" || s.Release != "" || s.Version != "" ||
+		len(s.Tags) > 0 || len(s.Envs) > 0
+}
+
+func traceRow(r *web.Request, t *web.Table, tr chstore.Trace, href string) web.Row {
+	row := web.Row{ID: tr.ID, Href: href}
+	p := r.Project.ID
+	for _, c := range t.Columns {
+		var cell web.Cell
+		switch c.Key {
+		case "timestamp":
+			cell = web.Cell{Text: web.FormatTime(time.UnixMicro(tr.Timestamp)), Href: href}
+		case "name":
+			cell = web.Cell{Text: tr.Name, Title: tr.Name}
+		case "input":
+			cell = web.Cell{Text: web.Truncate(120, tr.Input), Title: web.Truncate(1000, tr.Input), Class: "mono"}
+		case "output":
+			cell = web.Cell{Text: web.Truncate(120, tr.Output), Title: web.Truncate(1000, tr.Output), Class: "mono"}
+		case "user":
+			cell = web.Cell{Text: tr.UserID}
+			if tr.UserID != "" {
+				cell.Href = r.Path("project", p, "users", tr.UserID)
+			}
+		case "session":
+			cell = web.Cell{Text: tr.SessionID}
+			if tr.SessionID != "" {
+				cell.Href = r.Path("project", p, "sessions", tr.SessionID)
+			}
+		case "tags":
+			cell = web.Cell{Tags: tr.Tags}
+		case "environment":
+			cell = web.Cell{Text: tr.Environment}
+		case "latency":
+			cell = web.Cell{Text: web.FormatMillis(tr.LatencySeconds * 1000)}
+		case "cost":
+			cell = web.Cell{Text: web.FormatCost(tr.TotalCost)}
+		case "observations":
+			cell = web.Cell{Text: web.FormatInt(int64(len(tr.ObservationIDs)))}
+		case "release":
+			cell = web.Cell{Text: tr.Release}
+		case "version":
+			cell = web.Cell{Text: tr.Version}
+		case "id":
+			cell = web.Cell{Text: tr.ID, Class: "mono"}
+		}
+		row.Cells = append(row.Cells, cell)
+	}
+	return row
+}
+
+// deleteTraces deletes the selected traces of the project.
+func (h *handlers) deleteTraces(r *web.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return web.BadRequest("The form could not be read.")
+	}
+	ids := nonEmpty(r.PostForm["id"])
+	if len(ids) == 0 {
+		return web.BadRequest("Select the traces to delete.")
+	}
+	if len(ids) > 1000 {
+		return web.BadRequest("Delete at most 1000 traces at once.")
+	}
+	if err := h.store.DeleteTraces(r.Context(), r.Project.ID, ids); err != nil {
+		return err
+	}
+	// Back to the list as it was filtered, when the form came from it.
+	back := r.Path("project", r.Project.ID, "traces")
+	if ref, err := url.Parse(r.Referer()); err == nil && ref.Path == back && ref.RawQuery != "" {
+		back += "?" + ref.RawQuery
+	}
+	return r.Redirect(back)
+}

@@ -1,0 +1,112 @@
+// Package tracing serves the observability pages: the traces table, a
+// trace with its observation tree and timeline, the observations table,
+// and the read-only page of a trace shared publicly.
+package tracing // import "github.com/glassbox-dev/glassbox/apiserver/ui/tracing"
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
+	"github.com/glassbox-dev/glassbox/internal/access"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+)
+
+//go:embed *.html
+var pages embed.FS
+
+// Store reads trace data; *chstore.Store implements it.
+type Store interface {
+	ListTraces(ctx context.Context, f chstore.TraceFilter) ([]chstore.Trace, int, error)
+	GetTrace(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
+	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
+	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
+	ListObservations(ctx context.Context, f chstore.ObservationFilter) (chstore.ObservationPage, error)
+}
+
+type handlers struct {
+	store Store
+	t     *web.Templates
+	now   func() time.Time
+}
+
+// Routes registers the tracing pages and their sidebar entries.
+func Routes(app *web.App, store Store) error {
+	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html")
+	if err != nil {
+		return err
+	}
+	h := &handlers{store: store, t: t, now: time.Now}
+	app.AddNav(
+		web.NavItem{Section: "Observability", Label: "Traces", Path: "traces", Action: access.ProjectRead, Order: 100},
+		web.NavItem{Section: "Observability", Label: "Observations", Path: "observations", Action: access.ProjectRead, Order: 110},
+	)
+	const proj = web.InProject
+	return app.Handle(
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces", Access: proj, Action: access.ProjectRead, Handler: h.traces},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/delete", Access: proj, Action: access.TracesDelete, Handler: h.deleteTraces},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces/{traceId}", Access: proj, Action: access.ProjectRead,
+			Handler: h.trace, Shared: h.sharedTrace},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/observations", Access: proj, Action: access.ProjectRead, Handler: h.observations},
+	)
+}
+
+var traceIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// listState is a traces list's filters as the URL carries them.
+type listState struct {
+	Range                                 web.TimeRange
+	Query                                 url.Values
+	Search                                string
+	Name, User, Session, Release, Version string
+	Tags, Envs                            []string
+}
+
+func readListState(q url.Values, now time.Time) listState {
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	return listState{
+		Range: web.ReadTimeRange(q, "7d", now), Query: q, Search: get("q"),
+		Name: get("name"), User: get("user"), Session: get("session"), Release: get("release"), Version: get("version"),
+		Tags: nonEmpty(q["tag"]), Envs: nonEmpty(q["env"]),
+	}
+}
+
+func nonEmpty(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (s listState) filter(projectID string) chstore.TraceFilter {
+	f := chstore.TraceFilter{
+		ProjectID: projectID, From: s.Range.From.UnixMicro(), To: s.Range.To.UnixMicro(),
+		Name: s.Name, UserID: s.User, SessionID: s.Session, Release: s.Release, Version: s.Version,
+		Tags: s.Tags, Environment: s.Envs,
+	}
+	if s.Search != "" && f.Name == "" {
+		f.Name = s.Search
+	}
+	return f
+}
+
+// errNotFound answers for traces that do not exist, or not in this project.
+var errNotFound = &web.Error{Status: http.StatusNotFound, Message: "This trace does not exist in this project, or it was deleted."}
+
+// getTrace reads a trace, mapping a missing one to 404.
+func (h *handlers) getTrace(r *web.Request, id string) (chstore.TraceWithObservations, error) {
+	tr, err := h.store.GetTrace(r.Context(), r.Project.ID, id)
+	if errors.Is(err, chstore.ErrNotFound) {
+		return tr, errNotFound
+	}
+	return tr, err
+}

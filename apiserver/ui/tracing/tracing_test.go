@@ -1,0 +1,149 @@
+package tracing_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
+)
+
+type ev = map[string]any
+
+// chatTrace sends a trace with a retrieval span and a generation below it,
+// as an SDK would, and returns its id.
+func chatTrace(t *testing.T, env *uitest.Env, id, name, user string, at time.Time) {
+	t.Helper()
+	env.Ingest(t,
+		uitest.Event{Type: "trace-create", Body: ev{"id": id, "name": name, "userId": user, "sessionId": "session-" + user,
+			"tags": []string{"prod", "vip"}, "environment": "production", "timestamp": uitest.Time(at),
+			"input":    ev{"messages": []ev{{"role": "user", "content": "Where is my **order** 42?"}}},
+			"output":   "It ships *tomorrow*.",
+			"metadata": ev{"team": "support", "nested": ev{"depth": 2}}}},
+		uitest.Event{Type: "span-create", Body: ev{"id": id + "-retrieve", "traceId": id, "name": "retrieve-orders",
+			"startTime": uitest.Time(at), "endTime": uitest.Time(at.Add(120 * time.Millisecond)), "input": ev{"order": 42}}},
+		uitest.Event{Type: "generation-create", Body: ev{"id": id + "-llm", "traceId": id, "parentObservationId": id + "-retrieve",
+			"name": "answer", "model": "gpt-4o", "modelParameters": ev{"temperature": 0.2},
+			"startTime": uitest.Time(at.Add(20 * time.Millisecond)), "completionStartTime": uitest.Time(at.Add(60 * time.Millisecond)),
+			"endTime": uitest.Time(at.Add(100 * time.Millisecond)),
+			"usage": ev{"input": 120, "output": 30, "total": 150}, "costDetails": ev{"input": 0.0003, "output": 0.0009, "total": 0.0012},
+			"input": []ev{
+				{"role": "system", "content": "You are a helpful support agent."},
+				{"role": "user", "content": "Where is my order 42?"},
+				{"role": "assistant", "content": nil, "tool_calls": []ev{{"id": "call_1", "type": "function",
+					"function": ev{"name": "lookup_order", "arguments": `{"order":42}`}}}},
+				{"role": "tool", "tool_call_id": "call_1", "content": `{"status":"packed"}`},
+			},
+			"output": ev{"role": "assistant", "content": "It ships tomorrow."}}},
+	)
+}
+
+func TestTracesTableAndTrace(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	now := time.Now().Add(-time.Minute)
+	chatTrace(t, env, "trace-a", "support-chat", "alice", now.Add(-2*time.Minute))
+	chatTrace(t, env, "trace-b", "billing-chat", "bob", now.Add(-time.Minute))
+	chatTrace(t, env, "trace-c", "support-chat", "carol", now)
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+
+	res := c.Get("/project/" + env.ProjectID + "/traces")
+	require.Equal(t, http.StatusOK, res.Status)
+	body := res.Body
+	assert.Less(t, strings.Index(body, "trace-c"), strings.Index(body, "trace-b"), "newest first")
+	assert.Less(t, strings.Index(body, "trace-b"), strings.Index(body, "trace-a"))
+	assert.Contains(t, body, "support-chat")
+	assert.Contains(t, body, `href="/project/`+env.ProjectID+`/users/alice"`)
+	assert.Contains(t, body, `<span class="tag">vip</span>`)
+	assert.Contains(t, body, "$0.0012")
+	assert.Contains(t, body, "1–3 of 3")
+
+	res = c.Get("/project/" + env.ProjectID + "/traces?user=bob")
+	assert.Contains(t, res.Body, "trace-b")
+	assert.NotContains(t, res.Body, "trace-a")
+	assert.Contains(t, res.Body, `value="bob"`, "the filter stays in the form")
+
+	res = c.Get("/project/" + env.ProjectID + "/traces?sort=name.asc&col=name&col=user")
+	assert.Less(t, strings.Index(res.Body, "billing-chat"), strings.Index(res.Body, "support-chat"))
+	assert.NotContains(t, res.Body, ">Latency<", "only the chosen columns")
+
+	// The trace: tree, timeline and the trace's own input rendered as chat.
+	res = c.Get("/project/" + env.ProjectID + "/traces/trace-b")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	assert.Contains(t, res.Body, "billing-chat")
+	assert.Regexp(t, `class="node d1[^"]*"[^>]*data-observation-id="trace-b-retrieve"`, res.Body)
+	assert.Regexp(t, `class="node d2[^"]*"[^>]*data-observation-id="trace-b-llm"`, res.Body, "the generation sits under the span")
+	assert.Contains(t, res.Body, "<strong>order</strong>", "markdown in the input")
+	assert.Contains(t, res.Body, `<span class="jk">team</span>`, "metadata as a tree")
+
+	res = c.Get("/project/" + env.ProjectID + "/traces/trace-b?observation=trace-b-llm")
+	assert.Contains(t, res.Body, `data-selected="trace-b-llm"`)
+	assert.Contains(t, res.Body, `<dd data-testid="model">gpt-4o</dd>`)
+	assert.Contains(t, res.Body, "input 120 · output 30 · total 150")
+	assert.Contains(t, res.Body, "$0.0012")
+	assert.Contains(t, res.Body, "tool call · <strong>lookup_order</strong>")
+	assert.Contains(t, res.Body, "You are a helpful support agent.")
+	assert.Contains(t, res.Body, "Time to first token")
+
+	// htmx asks for the detail pane alone.
+	res = c.Do(http.MethodGet, "/project/"+env.ProjectID+"/traces/trace-b?observation=trace-b-retrieve", nil, http.Header{"HX-Request": {"true"}})
+	assert.True(t, strings.HasPrefix(res.Body, `<section id="detail"`), res.Body[:min(80, len(res.Body))])
+
+	assert.Equal(t, http.StatusNotFound, c.Get("/project/"+env.ProjectID+"/traces/no-such-trace").Status)
+}
+
+func TestPrevNextWalkTheFilteredList(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	now := time.Now().Add(-time.Minute)
+	for i, name := range []string{"support-chat", "billing-chat", "support-chat", "support-chat"} {
+		chatTrace(t, env, fmt.Sprintf("t%d", i), name, "u", now.Add(time.Duration(i)*time.Second))
+	}
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	list := url.Values{"name": {"support-chat"}}.Encode()
+	res := c.Get("/project/" + env.ProjectID + "/traces/t2?list=" + url.QueryEscape(list))
+	assert.Regexp(t, `href="/project/[^/]+/traces/t3\?list=[^"]*" class="button secondary" rel="prev"`, res.Body)
+	assert.Regexp(t, `href="/project/[^/]+/traces/t0\?list=[^"]*" class="button secondary" rel="next"`, res.Body, "t1 is not a support chat")
+}
+
+func TestDeleteTraces(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	chatTrace(t, env, "keep", "a", "u", time.Now().Add(-time.Minute))
+	chatTrace(t, env, "drop", "b", "u", time.Now().Add(-time.Minute))
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	res := c.Get("/project/" + env.ProjectID + "/traces")
+	assert.Contains(t, res.Body, `formaction="/project/`+env.ProjectID+`/traces/delete"`)
+	res = c.Post("/project/"+env.ProjectID+"/traces/delete", url.Values{"id": {"drop"}})
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Equal(t, "/project/"+env.ProjectID+"/traces", res.URL.Path)
+	assert.Contains(t, res.Body, "keep")
+	assert.NotContains(t, res.Body, `data-id="drop"`)
+	assert.Equal(t, http.StatusNotFound, c.Get("/project/"+env.ProjectID+"/traces/drop").Status)
+}
+
+func TestPublicTraceIsSharedReadOnly(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	chatTrace(t, env, "private", "secret-chat", "u", time.Now().Add(-time.Minute))
+	chatTrace(t, env, "shared", "shared-chat", "u", time.Now().Add(-time.Minute))
+	env.Ingest(t, uitest.Event{Type: "trace-create", Body: ev{"id": "shared", "public": true}})
+
+	anon := uitest.NewClient(t, env.URL).NoRedirects()
+	res := anon.Get("/project/" + env.ProjectID + "/traces/private")
+	assert.Equal(t, http.StatusFound, res.Status, "a private trace asks to sign in")
+	res = anon.Get("/project/" + env.ProjectID + "/traces/shared")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Contains(t, res.Body, "shared-chat")
+	assert.Contains(t, res.Body, "It ships")
+	assert.NotContains(t, res.Body, "← Traces", "no way into the project")
+	assert.NotContains(t, res.Body, `href="/project/`+env.ProjectID+`/users/`)
+	assert.NotContains(t, res.Body, "sidebar")
+	res = anon.Get("/project/" + env.ProjectID + "/traces/no-such-trace")
+	assert.Equal(t, http.StatusFound, res.Status, "a missing trace looks like a private one")
+}

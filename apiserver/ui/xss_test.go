@@ -1,0 +1,113 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+// xss is the hostile corpus: each payload sets window.__xss (or would
+// navigate) if it ever ran.
+var xss = []string{
+	`<script>window.__xss=1</script>`,
+	`"><img src=x onerror="window.__xss=2">`,
+	`'><svg onload=window.__xss=3>`,
+	`javascript:window.__xss=4`,
+	`[click me](javascript:window.__xss=5)`,
+	`<a href="javascript:window.__xss=6">link</a>`,
+	`&lt;script&gt;window.__xss=7&lt;/script&gt;`,
+	`<iframe srcdoc="<script>parent.__xss=8</script>">`,
+	`{{.R.User.Email}}`,
+	`</pre></code><style>body{display:none}</style>`,
+	"```\n</code><script>window.__xss=9</script>\n```",
+	`<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">`,
+}
+
+const promptName = `" onmouseover="window.__xss=12" x="javascript:window.__xss=13`
+
+// unsafe finds any of the payloads' active parts in a page.
+var unsafe = regexp.MustCompile(`(?i)<script>window|<img src=x|<svg onload|href="javascript:|<iframe|<style>body|onerror="window|onmouseover="window`)
+
+func hostileTrace(t *testing.T, env *uitest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	all := strings.Join(xss, " ")
+	promptText, err := json.Marshal("Answer as " + all)
+	require.NoError(t, err)
+	// Prompt names refuse < > |; the quote and script-scheme payloads remain.
+	_, err = env.Store.CreatePrompt(ctx, env.ProjectID, controlplane.NewPrompt{Name: promptName, Prompt: promptText})
+	require.NoError(t, err)
+	meta := map[string]any{}
+	for i, p := range xss {
+		meta[p] = p
+		meta["k"+string(rune('a'+i))] = map[string]any{p: []any{p, 1}}
+	}
+	at := time.Now().Add(-time.Minute)
+	env.Ingest(t,
+		uitest.Event{Type: "trace-create", Body: map[string]any{"id": "hostile", "name": xss[1], "userId": xss[2], "sessionId": xss[3],
+			"tags": xss, "release": xss[4], "version": xss[5], "timestamp": uitest.Time(at),
+			"input": all, "output": map[string]any{"role": "assistant", "content": all}, "metadata": meta}},
+		uitest.Event{Type: "generation-create", Body: map[string]any{"id": "hostile-gen", "traceId": "hostile", "name": xss[0],
+			"model": xss[6], "promptName": promptName, "promptVersion": 1, "statusMessage": all, "level": "ERROR",
+			"modelParameters": map[string]any{xss[7]: xss[8]},
+			"startTime": uitest.Time(at), "endTime": uitest.Time(at.Add(time.Second)),
+			"input": []map[string]any{{"role": "system", "content": "Answer as " + all}, {"role": xss[1], "name": xss[2], "content": []map[string]any{
+				{"type": "text", "text": all}, {"type": "image_url", "image_url": map[string]any{"url": "javascript:window.__xss=10"}},
+				{"type": "image_url", "image_url": map[string]any{"url": xss[11]}}}},
+				{"role": "assistant", "tool_calls": []map[string]any{{"id": xss[3], "function": map[string]any{"name": xss[0], "arguments": all}}}}},
+			"output": all, "metadata": meta}},
+	)
+}
+
+// TestXSSCorpusIsEscaped renders every page that shows trace data with the
+// hostile corpus in every field and checks that no payload survives as
+// markup, then opens the pages in Chromium and checks that none ran.
+func TestXSSCorpusIsEscaped(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	hostileTrace(t, env)
+	p := "/project/" + env.ProjectID
+	pages := []string{
+		p + "/traces",
+		p + "/traces?col=input&col=output&col=name&col=user&col=session&col=tags&col=release&col=version",
+		p + "/traces/hostile",
+		p + "/traces/hostile?observation=hostile-gen",
+		p + "/observations?col=input&col=output&col=name&col=model&col=prompt",
+		p + "/traces?q=" + url.QueryEscape(xss[0]) + "&user=" + url.QueryEscape(xss[1]),
+		"/auth/sign-in?next=" + url.QueryEscape(`javascript:window.__xss=11`) + "&error=" + url.QueryEscape(xss[0]),
+	}
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	for _, page := range pages {
+		res := c.Get(page)
+		require.Equal(t, http.StatusOK, res.Status, page)
+		assert.Empty(t, unsafe.FindAllString(res.Body, -1), "payload rendered as markup on %s", page)
+	}
+	res := c.Get(p + "/traces/hostile?observation=hostile-gen")
+	assert.Contains(t, res.Body, "&lt;script&gt;window.__xss=1&lt;/script&gt;", "the text is shown, escaped")
+	assert.Contains(t, res.Body, "Image: javascript:window.__xss=10", "a foreign image is named, not loaded or linked")
+	assert.Contains(t, res.Body, "{{.R.User.Email}}", "template syntax in data stays text")
+	assert.NotContains(t, res.Body, "{{.R.User.Email}}"+env.OwnerEmail)
+
+	b := uitest.NewTab(t, 60*time.Second)
+	b.SignIn(env.URL, env.OwnerEmail, env.OwnerPassword)
+	for _, page := range pages {
+		b.Go(env.URL + page)
+		b.WaitVisible(`main`)
+		assert.True(t, uitest.Eval[bool](b, `window.__xss === undefined && document.body.style.display !== "none"`), "a payload ran on %s", page)
+		assert.Equal(t, 0, b.Count(`iframe, script:not([src]), img[onerror]`), page)
+	}
+	b.Go(env.URL + p + "/traces/hostile?observation=hostile-gen")
+	b.Screenshot("xss-corpus")
+	assert.Empty(t, b.ConsoleErrors(), "nothing tried to run (a CSP violation is logged as an error)")
+}
