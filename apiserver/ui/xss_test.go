@@ -61,7 +61,7 @@ func hostileTrace(t *testing.T, env *uitest.Env) {
 		uitest.Event{Type: "generation-create", Body: map[string]any{"id": "hostile-gen", "traceId": "hostile", "name": xss[0],
 			"model": xss[6], "promptName": promptName, "promptVersion": 1, "statusMessage": all, "level": "ERROR",
 			"modelParameters": map[string]any{xss[7]: xss[8]},
-			"startTime": uitest.Time(at), "endTime": uitest.Time(at.Add(time.Second)),
+			"startTime":       uitest.Time(at), "endTime": uitest.Time(at.Add(time.Second)),
 			"input": []map[string]any{{"role": "system", "content": "Answer as " + all}, {"role": xss[1], "name": xss[2], "content": []map[string]any{
 				{"type": "text", "text": all}, {"type": "image_url", "image_url": map[string]any{"url": "javascript:window.__xss=10"}},
 				{"type": "image_url", "image_url": map[string]any{"url": xss[11]}}}},

@@ -32,7 +32,7 @@ func chatTrace(t *testing.T, env *uitest.Env, id, name, user string, at time.Tim
 			"name": "answer", "model": "gpt-4o", "modelParameters": ev{"temperature": 0.2},
 			"startTime": uitest.Time(at.Add(20 * time.Millisecond)), "completionStartTime": uitest.Time(at.Add(60 * time.Millisecond)),
 			"endTime": uitest.Time(at.Add(100 * time.Millisecond)),
-			"usage": ev{"input": 120, "output": 30, "total": 150}, "costDetails": ev{"input": 0.0003, "output": 0.0009, "total": 0.0012},
+			"usage":   ev{"input": 120, "output": 30, "total": 150}, "costDetails": ev{"input": 0.0003, "output": 0.0009, "total": 0.0012},
 			"input": []ev{
 				{"role": "system", "content": "You are a helpful support agent."},
 				{"role": "user", "content": "Where is my order 42?"},
