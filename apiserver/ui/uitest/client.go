@@ -70,6 +70,13 @@ func (c *Client) Do(method, path string, body io.Reader, h http.Header) *Respons
 	for k, v := range h {
 		req.Header[k] = v
 	}
+	return c.Send(req)
+}
+
+// Send sends a prepared request (to this server or another, such as an
+// OpenID provider) with the client's cookies.
+func (c *Client) Send(req *http.Request) *Response {
+	c.t.Helper()
 	res, err := c.http.Do(req)
 	require.NoError(c.t, err)
 	defer res.Body.Close()
