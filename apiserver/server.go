@@ -23,6 +23,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
+	"github.com/glassbox-dev/glassbox/apiserver/memberships"
 	"github.com/glassbox-dev/glassbox/apiserver/models"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
@@ -127,6 +128,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 		{Name: "Control plane store", Pinger: cp},
 	}, logger)...)
 	routes = append(routes, projects.Routes(cp)...)
+	routes = append(routes, memberships.Routes(cp)...)
 	routes = append(routes, traces.Routes(ch, cfg.htmlPathPrefix())...)
 	routes = append(routes, observations.Routes(ch)...)
 	routes = append(routes, sessions.Routes(ch)...)
