@@ -18,7 +18,8 @@ import (
 // only through the environment variables the README documents.
 type allInOne struct {
 	*collector
-	PublicKey, SecretKey string
+	PublicKey, SecretKey    string
+	UserEmail, UserPassword string // the first owner, who signs in to the UI
 }
 
 func startAllInOne(t *testing.T) *allInOne {
@@ -27,7 +28,8 @@ func startAllInOne(t *testing.T) *allInOne {
 	ch := chtest.Config(t)
 	dataDir := t.TempDir()
 	port := freePort(t)
-	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789"}
+	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789",
+		UserEmail: "admin@glassbox.local", UserPassword: "first owner password"}
 	env := map[string]string{
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
 		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -42,6 +44,8 @@ func startAllInOne(t *testing.T) *allInOne {
 		"GLASSBOX_INIT_PROJECT_NAME":   "End to end",
 		"GLASSBOX_INIT_PUBLIC_KEY":     a.PublicKey,
 		"GLASSBOX_INIT_SECRET_KEY":     a.SecretKey,
+		"GLASSBOX_INIT_USER_EMAIL":     a.UserEmail,
+		"GLASSBOX_INIT_USER_PASSWORD":  a.UserPassword,
 	}
 	c := &collector{BaseURL: "http://" + env["GLASSBOX_LISTEN"], log: &lockedBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/all-in-one.yaml"))

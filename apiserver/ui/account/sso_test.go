@@ -32,8 +32,8 @@ type provider struct {
 
 type idpUser struct {
 	ID, Username, Password, FirstName, LastName, Email string
-	EmailVerified                                       bool
-	PreferredLanguage                                   string
+	EmailVerified                                      bool
+	PreferredLanguage                                  string
 }
 
 func startProvider(t *testing.T, users ...idpUser) *provider {

@@ -122,6 +122,15 @@ func (b *Tab) WaitGone(sel string) { b.t.Helper(); b.Do(chromedp.WaitNotPresent(
 // Click clicks the first element matching the selector.
 func (b *Tab) Click(sel string) { b.t.Helper(); b.Do(chromedp.Click(chromedp.CSS(sel))) }
 
+// ClickText clicks the first element matching the selector whose text
+// contains text.
+func (b *Tab) ClickText(sel, text string) {
+	b.t.Helper()
+	ok := Eval[bool](b, `(() => { const el = Array.from(document.querySelectorAll(`+strconv.Quote(sel)+`)).find(e => e.textContent.includes(`+
+		strconv.Quote(text)+`)); if (!el) return false; el.click(); return true; })()`)
+	require.True(b.t, ok, "no %s with text %q", sel, text)
+}
+
 // Type types text into the element matching the selector.
 func (b *Tab) Type(sel, text string) { b.t.Helper(); b.Do(chromedp.SendKeys(chromedp.CSS(sel), text)) }
 
