@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/tracing"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
@@ -127,6 +128,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		account.Routes(app, cp, acc),
 		settings.Routes(app, cp, builtin.Models()),
 		tracing.Routes(app, st.ClickHouse),
+		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, func(r *web.Request) error {
 			return r.Redirect(r.Path("project", r.Project.ID, "traces"))
 		}),

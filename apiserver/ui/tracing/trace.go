@@ -34,13 +34,13 @@ type Detail struct {
 	Start                time.Time
 	DurationMs           float64
 	Model                string
-	ModelParameters      IO
+	ModelParameters      web.IO
 	Usage, Cost          []KV
 	TotalCost            float64
 	PromptName           string
 	PromptVersion        int64
-	Input, Output        IO
-	Metadata             IO
+	Input, Output        web.IO
+	Metadata             web.IO
 	Environment, Release string
 	Version              string
 	TimeToFirstTokenMs   float64
@@ -132,7 +132,7 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 
 func traceDetail(t chstore.Trace, tree Tree) Detail {
 	return Detail{Type: "TRACE", Name: t.Name, Start: time.UnixMicro(t.Timestamp).UTC(), DurationMs: t.LatencySeconds * 1000,
-		TotalCost: t.TotalCost, Input: RenderIO(t.Input), Output: RenderIO(t.Output), Metadata: RenderIO(t.Metadata),
+		TotalCost: t.TotalCost, Input: web.RenderIO(t.Input), Output: web.RenderIO(t.Output), Metadata: web.RenderIO(t.Metadata),
 		Environment: t.Environment, Release: t.Release, Version: t.Version, UserID: t.UserID, SessionID: t.SessionID, Tags: t.Tags,
 		Usage: tokenKV(tree.Tokens)}
 }
@@ -146,10 +146,10 @@ func tokenKV(n int64) []KV {
 
 func observationDetail(o *chstore.Observation) Detail {
 	d := Detail{ID: o.ID, Type: o.Type, Name: o.Name, Level: o.Level, Status: o.StatusMessage,
-		Start: time.UnixMicro(o.StartTime).UTC(), DurationMs: -1, Model: o.Model, ModelParameters: RenderIO(o.ModelParameters),
+		Start: time.UnixMicro(o.StartTime).UTC(), DurationMs: -1, Model: o.Model, ModelParameters: web.RenderIO(o.ModelParameters),
 		Usage: sortedKV(o.UsageDetails), Cost: sortedKV(o.CostDetails), TotalCost: cost(&o.Observation),
 		PromptName: o.PromptName, PromptVersion: o.PromptVersion,
-		Input: RenderIO(o.Input), Output: RenderIO(o.Output), Metadata: RenderIO(o.Metadata),
+		Input: web.RenderIO(o.Input), Output: web.RenderIO(o.Output), Metadata: web.RenderIO(o.Metadata),
 		Environment: o.Environment, Release: o.Release, Version: o.Version, UsageEstimated: o.UsageEstimated, TimeToFirstTokenMs: -1}
 	if o.EndTime >= o.StartTime && o.EndTime > 0 {
 		d.DurationMs = float64(o.EndTime-o.StartTime) / 1000

@@ -16,40 +16,12 @@ import (
 
 type ev = map[string]any
 
-// chatTrace sends a trace with a retrieval span and a generation below it,
-// as an SDK would, and returns its id.
-func chatTrace(t *testing.T, env *uitest.Env, id, name, user string, at time.Time) {
-	t.Helper()
-	env.Ingest(t,
-		uitest.Event{Type: "trace-create", Body: ev{"id": id, "name": name, "userId": user, "sessionId": "session-" + user,
-			"tags": []string{"prod", "vip"}, "environment": "production", "timestamp": uitest.Time(at),
-			"input":    ev{"messages": []ev{{"role": "user", "content": "Where is my **order** 42?"}}},
-			"output":   "It ships *tomorrow*.",
-			"metadata": ev{"team": "support", "nested": ev{"depth": 2}}}},
-		uitest.Event{Type: "span-create", Body: ev{"id": id + "-retrieve", "traceId": id, "name": "retrieve-orders",
-			"startTime": uitest.Time(at), "endTime": uitest.Time(at.Add(120 * time.Millisecond)), "input": ev{"order": 42}}},
-		uitest.Event{Type: "generation-create", Body: ev{"id": id + "-llm", "traceId": id, "parentObservationId": id + "-retrieve",
-			"name": "answer", "model": "gpt-4o", "modelParameters": ev{"temperature": 0.2},
-			"startTime": uitest.Time(at.Add(20 * time.Millisecond)), "completionStartTime": uitest.Time(at.Add(60 * time.Millisecond)),
-			"endTime": uitest.Time(at.Add(100 * time.Millisecond)),
-			"usage":   ev{"input": 120, "output": 30, "total": 150}, "costDetails": ev{"input": 0.0003, "output": 0.0009, "total": 0.0012},
-			"input": []ev{
-				{"role": "system", "content": "You are a helpful support agent."},
-				{"role": "user", "content": "Where is my order 42?"},
-				{"role": "assistant", "content": nil, "tool_calls": []ev{{"id": "call_1", "type": "function",
-					"function": ev{"name": "lookup_order", "arguments": `{"order":42}`}}}},
-				{"role": "tool", "tool_call_id": "call_1", "content": `{"status":"packed"}`},
-			},
-			"output": ev{"role": "assistant", "content": "It ships tomorrow."}}},
-	)
-}
-
 func TestTracesTableAndTrace(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})
 	now := time.Now().Add(-time.Minute)
-	chatTrace(t, env, "trace-a", "support-chat", "alice", now.Add(-2*time.Minute))
-	chatTrace(t, env, "trace-b", "billing-chat", "bob", now.Add(-time.Minute))
-	chatTrace(t, env, "trace-c", "support-chat", "carol", now)
+	env.ChatTrace(t, "trace-a", "support-chat", "alice", now.Add(-2*time.Minute))
+	env.ChatTrace(t, "trace-b", "billing-chat", "bob", now.Add(-time.Minute))
+	env.ChatTrace(t, "trace-c", "support-chat", "carol", now)
 	c := uitest.NewClient(t, env.URL)
 	c.SignIn(env.OwnerEmail, env.OwnerPassword)
 
@@ -102,7 +74,7 @@ func TestPrevNextWalkTheFilteredList(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})
 	now := time.Now().Add(-time.Minute)
 	for i, name := range []string{"support-chat", "billing-chat", "support-chat", "support-chat"} {
-		chatTrace(t, env, fmt.Sprintf("t%d", i), name, "u", now.Add(time.Duration(i)*time.Second))
+		env.ChatTrace(t, fmt.Sprintf("t%d", i), name, "u", now.Add(time.Duration(i)*time.Second))
 	}
 	c := uitest.NewClient(t, env.URL)
 	c.SignIn(env.OwnerEmail, env.OwnerPassword)
@@ -114,8 +86,8 @@ func TestPrevNextWalkTheFilteredList(t *testing.T) {
 
 func TestDeleteTraces(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})
-	chatTrace(t, env, "keep", "a", "u", time.Now().Add(-time.Minute))
-	chatTrace(t, env, "drop", "b", "u", time.Now().Add(-time.Minute))
+	env.ChatTrace(t, "keep", "a", "u", time.Now().Add(-time.Minute))
+	env.ChatTrace(t, "drop", "b", "u", time.Now().Add(-time.Minute))
 	c := uitest.NewClient(t, env.URL)
 	c.SignIn(env.OwnerEmail, env.OwnerPassword)
 	res := c.Get("/project/" + env.ProjectID + "/traces")
@@ -130,8 +102,8 @@ func TestDeleteTraces(t *testing.T) {
 
 func TestPublicTraceIsSharedReadOnly(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})
-	chatTrace(t, env, "private", "secret-chat", "u", time.Now().Add(-time.Minute))
-	chatTrace(t, env, "shared", "shared-chat", "u", time.Now().Add(-time.Minute))
+	env.ChatTrace(t, "private", "secret-chat", "u", time.Now().Add(-time.Minute))
+	env.ChatTrace(t, "shared", "shared-chat", "u", time.Now().Add(-time.Minute))
 	env.Ingest(t, uitest.Event{Type: "trace-create", Body: ev{"id": "shared", "public": true}})
 
 	anon := uitest.NewClient(t, env.URL).NoRedirects()

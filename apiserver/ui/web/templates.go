@@ -180,6 +180,7 @@ func (a *App) funcs() template.FuncMap {
 		"dict":     dict,
 		"add":      func(a, b int) int { return a + b },
 		"sub":      func(a, b int) int { return a - b },
+		"mulf":     func(a, b float64) float64 { return a * b },
 		"pct": func(part, whole float64) string {
 			if whole <= 0 {
 				return "0"
