@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
 		settings.Routes(app, cp, builtin.Models()),
-		tracing.Routes(app, st.ClickHouse),
+		tracing.Routes(app, st.ClickHouse, cp),
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, func(r *web.Request) error {
 			return r.Redirect(r.Path("project", r.Project.ID, "traces"))

@@ -24,6 +24,8 @@ type traceData struct {
 	Prev, Next string
 	// Shared is set on the read-only view of a public trace.
 	Shared bool
+	// Score is the add-score form, nil when the role may not score.
+	Score *scoreForm
 }
 
 // Detail is what the right-hand pane shows.
@@ -119,6 +121,11 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 			if tr.Observations[i].ID == id {
 				d.Detail = observationDetail(&tr.Observations[i])
 			}
+		}
+	}
+	if r.User != nil {
+		if d.Score, err = h.scoreForm(r); err != nil {
+			return nil, err
 		}
 	}
 	if d.List != "" && r.User != nil {

@@ -38,7 +38,8 @@ var traceOrders = map[string]string{
 type tracesData struct {
 	Table   *web.Table
 	List    listState
-	Filters bool // some filter besides the time range is set
+	Filters bool   // some filter besides the time range is set
+	Notice  string // what the last bulk action did
 }
 
 func (h *handlers) traces(r *web.Request) error {
@@ -75,6 +76,11 @@ func (h *handlers) traces(r *web.Request) error {
 		table.Bulk = append(table.Bulk, web.BulkAction{Label: "Delete", Action: r.Path("project", r.Project.ID, "traces", "delete"),
 			Confirm: "Delete the selected traces? This cannot be undone.", Danger: true})
 	}
+	if err := h.bulkTargets(r, table); err != nil {
+		return err
+	}
+	notice := q.Get("notice")
+	q.Del("notice")
 	listQuery := q.Encode()
 	for _, tr := range traces {
 		href := r.Path("project", r.Project.ID, "traces", tr.ID)
@@ -83,7 +89,7 @@ func (h *handlers) traces(r *web.Request) error {
 		}
 		table.Rows = append(table.Rows, traceRow(r, table, tr, href))
 	}
-	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered()})
+	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered(), Notice: notice})
 }
 
 func (s listState) filtered() bool {

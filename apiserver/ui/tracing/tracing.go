@@ -31,18 +31,23 @@ type Store interface {
 }
 
 type handlers struct {
-	store Store
-	t     *web.Templates
-	now   func() time.Time
+	store  Store
+	scores Scores
+	cp     ControlPlane
+	t      *web.Templates
+	now    func() time.Time
 }
 
 // Routes registers the tracing pages and their sidebar entries.
-func Routes(app *web.App, store Store) error {
+func Routes(app *web.App, store interface {
+	Store
+	Scores
+}, cp ControlPlane) error {
 	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, t: t, now: time.Now}
+	h := &handlers{store: store, scores: store, cp: cp, t: t, now: time.Now}
 	app.AddNav(
 		web.NavItem{Section: "Observability", Label: "Traces", Path: "traces", Action: access.ProjectRead, Order: 100},
 		web.NavItem{Section: "Observability", Label: "Observations", Path: "observations", Action: access.ProjectRead, Order: 110},
@@ -51,8 +56,11 @@ func Routes(app *web.App, store Store) error {
 	return app.Handle(
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces", Access: proj, Action: access.ProjectRead, Handler: h.traces},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/delete", Access: proj, Action: access.TracesDelete, Handler: h.deleteTraces},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces/{traceId}", Access: proj, Action: access.ProjectRead,
 			Handler: h.trace, Shared: h.sharedTrace},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/{traceId}/scores", Access: proj, Action: access.ScoresWrite, Handler: h.addScore},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/observations", Access: proj, Action: access.ProjectRead, Handler: h.observations},
 	)
 }

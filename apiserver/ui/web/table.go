@@ -49,6 +49,19 @@ type BulkAction struct {
 	Action  string // the path the form posts to
 	Confirm string // asked before posting, when set
 	Danger  bool
+	// Choose, when set, is a choice posted along (the dataset to add to).
+	Choose *Choice
+}
+
+// Choice is a select of a form.
+type Choice struct {
+	Name, Label string
+	Options     []Option
+}
+
+// Option is one entry of a Choice.
+type Option struct {
+	Value, Label string
 }
 
 // Table is a table ready to render.
