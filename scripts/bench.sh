@@ -6,7 +6,10 @@
 #     same load against a stock pass-through pipeline (otlp receiver -> nop) in
 #     the same binary, and the ratio between them; a CPU profile of the
 #     Glassbox run says where the time goes;
-#  2. trace list and single-trace read latency with 1M observations loaded.
+#  2. trace list and single-trace read latency with 1M observations loaded;
+#  3. the web UI with 1M observations: the traces page and a trace page
+#     rendered server-side, a 10,000-observation trace opened in Chromium,
+#     and the JS+CSS each page ships.
 # Figures are printed as Markdown; docs/benchmarks.md keeps the recorded ones.
 #
 # env: BENCH_DURATION (20s), BENCH_WORKERS (8), BENCH_BATCH (200), BENCH_SKIP_READ=1
@@ -127,4 +130,8 @@ if [ "${BENCH_SKIP_READ:-}" != 1 ]; then
   echo
   echo "## Reads with 1M observations"
   GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn go test -run XXX -bench BenchmarkRead -benchtime 1x -timeout 30m ./internal/chstore/ 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
+  echo
+  echo "## Web UI with 1M observations"
+  ensure_chromium >/dev/null 2>&1 || true
+  GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn go test -run XXX -bench BenchmarkPages -benchtime 1x -timeout 30m ./apiserver/ui/ 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
 fi

@@ -21,8 +21,7 @@ func TestBrowserSignInToOnboarding(t *testing.T) {
 	assert.Equal(t, "/project/"+env.ProjectID, b.Path())
 	assert.Contains(t, b.Text(`h1`), "Send your first trace to Chatbot")
 
-	b.Click(`[data-testid=onboarding-create-key]`)
-	b.WaitVisible(`[data-testid=onboarding-secret]`)
+	b.ClickAndWait(`[data-testid=onboarding-create-key]`)
 	env0 := b.Text(`[data-testid=env-snippet]`)
 	assert.Contains(t, env0, "LANGFUSE_SECRET_KEY=sk-lf-")
 	assert.Contains(t, env0, "LANGFUSE_BASE_URL="+env.URL)

@@ -63,6 +63,14 @@ var observationReadColumns = strings.Join([]string{
 	"service_name", "scope_name", "scope_version", "sample_rate", "event_ts",
 }, ", ")
 
+// observationOutlineColumns read the same columns without the text of
+// inputs, outputs and metadata: what drawing a trace's tree needs.
+var observationOutlineColumns = strings.NewReplacer(
+	"status_message, input, output, metadata,", "status_message, '' AS input, '' AS output, '{}' AS metadata,",
+	"model_parameters,", "'' AS model_parameters,",
+	"trace_metadata, trace_input, trace_output,", "'{}' AS trace_metadata, '' AS trace_input, '' AS trace_output,",
+).Replace(observationReadColumns)
+
 func scanObservation(r rowScanner) (Observation, error) {
 	var (
 		o                   Observation
@@ -104,9 +112,13 @@ func pairsMap[V any](keys []string, values []V) map[string]V {
 // observations reads the newest stored version of each matching observation,
 // sorted by orderBy, with LIMIT offset, limit when limit > 0.
 func (s *Store) observations(ctx context.Context, w *where, orderBy string, offset, limit int) ([]Observation, error) {
+	return s.observationColumns(ctx, observationReadColumns, w, orderBy, offset, limit)
+}
+
+func (s *Store) observationColumns(ctx context.Context, columns string, w *where, orderBy string, offset, limit int) ([]Observation, error) {
 	table := s.ddl.name(observationsTable)
 	query := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id",
-		observationReadColumns, table, w, orderBy)
+		columns, table, w, orderBy)
 	args := w.args
 	if limit > 0 {
 		// A page is chosen on the key columns first and only its rows are
@@ -115,7 +127,7 @@ func (s *Store) observations(ctx context.Context, w *where, orderBy string, offs
 		page := fmt.Sprintf("SELECT trace_id, id FROM %s WHERE %s ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id LIMIT ?, ?",
 			table, w, orderBy)
 		query = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND (trace_id, id) GLOBAL IN (%s) ORDER BY %s, event_ts DESC LIMIT 1 BY trace_id, id",
-			observationReadColumns, table, w, page, orderBy)
+			columns, table, w, page, orderBy)
 		args = append(append(append([]any{}, w.args...), w.args...), offset, limit)
 	}
 	out := []Observation{}

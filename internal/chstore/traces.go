@@ -319,6 +319,18 @@ func mergeJSONObjects(texts []string) string {
 
 // GetTrace returns a trace with its observations, or ErrNotFound.
 func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceWithObservations, error) {
+	return s.getTrace(ctx, projectID, traceID, observationReadColumns)
+}
+
+// GetTraceOutline is GetTrace without the observations' inputs, outputs,
+// metadata and model parameters: what a trace's tree and timeline need, a
+// small part of the bytes of a large trace. GetTraceObservation reads one
+// observation whole.
+func (s *Store) GetTraceOutline(ctx context.Context, projectID, traceID string) (TraceWithObservations, error) {
+	return s.getTrace(ctx, projectID, traceID, observationOutlineColumns)
+}
+
+func (s *Store) getTrace(ctx context.Context, projectID, traceID, columns string) (TraceWithObservations, error) {
 	if projectID == "" || traceID == "" {
 		return TraceWithObservations{}, fmt.Errorf("%w: project id and trace id are required", ErrInvalid)
 	}
@@ -338,11 +350,36 @@ func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceW
 	w.add("project_id = ?", projectID)
 	days.restrict(w)
 	w.add("trace_id = ?", traceID)
-	obs, err := s.observations(ctx, w, "start_time_us, id", 0, 0)
+	obs, err := s.observationColumns(ctx, columns, w, "start_time_us, id", 0, 0)
 	if err != nil {
 		return TraceWithObservations{}, err
 	}
 	return TraceWithObservations{Trace: t, Observations: obs}, nil
+}
+
+// GetTraceObservation returns one observation of a trace, whole, or
+// ErrNotFound.
+func (s *Store) GetTraceObservation(ctx context.Context, projectID, traceID, observationID string) (Observation, error) {
+	if projectID == "" || traceID == "" || observationID == "" {
+		return Observation{}, fmt.Errorf("%w: project, trace and observation ids are required", ErrInvalid)
+	}
+	days, err := s.traceDays(ctx, projectID, []string{traceID})
+	if err != nil {
+		return Observation{}, err
+	}
+	w := &where{}
+	w.add("project_id = ?", projectID)
+	days.restrict(w)
+	w.add("trace_id = ? AND id = ?", traceID, observationID)
+	s.notDeleted(w, projectID)
+	obs, err := s.observations(ctx, w, "start_time_us, id", 0, 0)
+	if err != nil {
+		return Observation{}, err
+	}
+	if len(obs) == 0 {
+		return Observation{}, fmt.Errorf("observation %s of trace %s: %w", observationID, traceID, ErrNotFound)
+	}
+	return obs[0], nil
 }
 
 // dayRange is the first and the last day (UTC) on which spans of some traces started.

@@ -27,10 +27,9 @@ func TestNewUserSendsAFirstTraceAndFindsIt(t *testing.T) {
 	b.SignIn(a.BaseURL, a.UserEmail, a.UserPassword)
 	b.WaitVisible(`[data-testid=waiting]`)
 	assert.Equal(t, "/project/proj-e2e", b.Path())
-	b.Screenshot("onboarding-empty")
+	b.Screenshot("first-trace-1-onboarding")
 
-	b.Click(`[data-testid=onboarding-create-key]`)
-	b.WaitVisible(`[data-testid=onboarding-secret]`)
+	b.ClickAndWait(`[data-testid=onboarding-create-key]`)
 	settings := map[string]string{}
 	for _, m := range envLine.FindAllStringSubmatch(b.Text(`[data-testid=env-snippet]`), -1) {
 		settings[m[1]] = m[2]
@@ -46,10 +45,9 @@ func TestNewUserSendsAFirstTraceAndFindsIt(t *testing.T) {
 	b.WaitVisible(`[data-testid=traces] tbody tr[data-id="` + traceID + `"]`)
 	assert.Equal(t, "/project/proj-e2e/traces", b.Path())
 	assert.Contains(t, b.Text(`[data-testid=traces] tbody`), "agent-run")
-	b.Screenshot("traces")
+	b.Screenshot("first-trace-2-table")
 
-	b.Click(`[data-testid=traces] tbody tr[data-id="` + traceID + `"] td a`)
-	b.WaitVisible(`[data-testid=tree]`)
+	b.ClickAndWait(`[data-testid=traces] tbody tr[data-id="` + traceID + `"] td a`)
 	tree := b.Text(`[data-testid=tree]`)
 	for _, name := range []string{"agent-run", "llm-call", "search-tool", "parse-results"} {
 		assert.Contains(t, tree, name)
@@ -63,6 +61,6 @@ func TestNewUserSendsAFirstTraceAndFindsIt(t *testing.T) {
 	assert.Contains(t, b.Text(`[data-testid=cost]`), "$0.000190")
 	assert.Contains(t, b.Text(`[data-testid=io-input]`), "question 0")
 	assert.Contains(t, b.Text(`[data-testid=io-output]`), "answer 0")
-	b.Screenshot("trace")
+	b.Screenshot("first-trace-3-trace")
 	assert.Empty(t, b.ConsoleErrors())
 }

@@ -2,7 +2,9 @@ package tracing
 
 import (
 	"cmp"
+	"errors"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -19,14 +21,24 @@ type traceData struct {
 	// Detail is the selected observation, or the trace itself.
 	Detail Detail
 	// Self is this page's path; List the query of the list it was opened
-	// from, which prev/next walk through.
-	Self, List string
+	// from, which prev/next walk through, and ListQ the same escaped as a
+	// query value.
+	Self, List, ListQ string
+	// Back is the list the trace was opened from.
+	Back       string
 	Prev, Next string
 	// Shared is set on the read-only view of a public trace.
 	Shared bool
 	// Score is the add-score form, nil when the role may not score.
 	Score *scoreForm
+	// Virtual trees are drawn by tree.js from TreeJSON, only the rows in
+	// view: a trace of thousands of observations opens at once.
+	Virtual  bool
+	TreeJSON [][]any
 }
+
+// maxInlineNodes is the size up to which the tree is plain HTML.
+const maxInlineNodes = 400
 
 // Detail is what the right-hand pane shows.
 type Detail struct {
@@ -114,13 +126,26 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 	}
 	q := r.URL.Query()
 	d := &traceData{Trace: tr.Trace, Tree: BuildTree(tr.Observations), Scores: scores,
-		Self: r.Path("project", r.Project.ID, "traces", tr.ID), List: q.Get("list")}
+		Self: r.Path("project", r.Project.ID, "traces", tr.ID), List: q.Get("list"), ListQ: url.QueryEscape(q.Get("list"))}
+	d.Back = r.Path("project", r.Project.ID, "traces")
+	if lq, err := url.ParseQuery(d.List); err == nil && len(lq) > 0 {
+		d.Back += "?" + lq.Encode()
+	}
 	d.Detail = traceDetail(tr.Trace, d.Tree)
 	if id := q.Get("observation"); id != "" {
-		for i := range tr.Observations {
-			if tr.Observations[i].ID == id {
-				d.Detail = observationDetail(&tr.Observations[i])
-			}
+		o, err := h.store.GetTraceObservation(r.Context(), r.Project.ID, tr.ID, id)
+		switch {
+		case err == nil:
+			d.Detail = observationDetail(&o)
+		case !errors.Is(err, chstore.ErrNotFound):
+			return nil, err
+		}
+	}
+	if len(d.Tree.Nodes) > maxInlineNodes && !r.HTMX() {
+		d.Virtual = true
+		d.TreeJSON = make([][]any, len(d.Tree.Nodes))
+		for i, n := range d.Tree.Nodes {
+			d.TreeJSON[i] = []any{n.ID, n.Depth + 1, n.Type, n.Name, n.Level, round(n.DurationMs), round6(n.TotalCost), n.TotalTokens, round(n.Start), round(n.Width)}
 		}
 	}
 	if r.User != nil {
@@ -136,6 +161,9 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 	}
 	return d, nil
 }
+
+func round(f float64) float64  { return math.Round(f*100) / 100 }
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 func traceDetail(t chstore.Trace, tree Tree) Detail {
 	return Detail{Type: "TRACE", Name: t.Name, Start: time.UnixMicro(t.Timestamp).UTC(), DurationMs: t.LatencySeconds * 1000,

@@ -24,7 +24,8 @@ var pages embed.FS
 // Store reads trace data; *chstore.Store implements it.
 type Store interface {
 	ListTraces(ctx context.Context, f chstore.TraceFilter) ([]chstore.Trace, int, error)
-	GetTrace(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
+	GetTraceOutline(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
+	GetTraceObservation(ctx context.Context, projectID, traceID, observationID string) (chstore.Observation, error)
 	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
 	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
 	ListObservations(ctx context.Context, f chstore.ObservationFilter) (chstore.ObservationPage, error)
@@ -110,9 +111,10 @@ func (s listState) filter(projectID string) chstore.TraceFilter {
 // errNotFound answers for traces that do not exist, or not in this project.
 var errNotFound = &web.Error{Status: http.StatusNotFound, Message: "This trace does not exist in this project, or it was deleted."}
 
-// getTrace reads a trace, mapping a missing one to 404.
+// getTrace reads a trace with the outline of its observations (no
+// inputs and outputs), mapping a missing one to 404.
 func (h *handlers) getTrace(r *web.Request, id string) (chstore.TraceWithObservations, error) {
-	tr, err := h.store.GetTrace(r.Context(), r.Project.ID, id)
+	tr, err := h.store.GetTraceOutline(r.Context(), r.Project.ID, id)
 	if errors.Is(err, chstore.ErrNotFound) {
 		return tr, errNotFound
 	}

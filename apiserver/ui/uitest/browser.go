@@ -122,6 +122,15 @@ func (b *Tab) WaitGone(sel string) { b.t.Helper(); b.Do(chromedp.WaitNotPresent(
 // Click clicks the first element matching the selector.
 func (b *Tab) Click(sel string) { b.t.Helper(); b.Do(chromedp.Click(chromedp.CSS(sel))) }
 
+// ClickAndWait clicks an element that leaves the page (a link, a form's
+// submit button) and waits until the next page has loaded.
+func (b *Tab) ClickAndWait(sel string) {
+	b.t.Helper()
+	Eval[bool](b, `(window.__gbOld = true)`)
+	b.Click(sel)
+	b.WaitFor(`!window.__gbOld && document.readyState === "complete"`)
+}
+
 // ClickText clicks the first element matching the selector whose text
 // contains text.
 func (b *Tab) ClickText(sel, text string) {

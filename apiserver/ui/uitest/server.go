@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
@@ -27,6 +28,8 @@ type Env struct {
 	URL    string
 	Server *apiserver.Server
 	Store  *controlplane.Store
+	// ClickHouse is the test database the server reads and writes.
+	ClickHouse chstore.Config
 
 	OwnerEmail, OwnerPassword string
 	Owner                     controlplane.User
@@ -76,7 +79,7 @@ func Start(t testing.TB, opts Options) *Env {
 		require.NoError(t, srv.Close())
 	})
 
-	env := &Env{URL: base, Server: srv, Store: srv.ControlPlane(), OwnerEmail: "owner@example.com", OwnerPassword: "owner password 1"}
+	env := &Env{URL: base, Server: srv, Store: srv.ControlPlane(), ClickHouse: ch, OwnerEmail: "owner@example.com", OwnerPassword: "owner password 1"}
 	ctx := context.Background()
 	env.Owner, err = env.Store.CreateUser(ctx, controlplane.NewUser{Email: env.OwnerEmail, Name: "Olive Owner", Password: env.OwnerPassword})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"net/http"
@@ -115,17 +116,27 @@ func (r *Request) JSON(body []byte) error {
 	return r.write(http.StatusOK, "application/json; charset=utf-8", body)
 }
 
+// gzipMin is the size from which answers are compressed: a trace of
+// thousands of observations is megabytes of markup and data otherwise.
+const gzipMin = 1400
+
 func (r *Request) write(status int, contentType string, body []byte) error {
 	h := r.w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-store")
-	h.Set("Vary", "HX-Request, Cookie")
-	r.w.WriteHeader(status)
-	_, err := r.w.Write(body)
-	if err != nil {
-		// The browser went away; nothing to tell it.
-		return nil
+	h.Set("Vary", "HX-Request, Cookie, Accept-Encoding")
+	if len(body) >= gzipMin && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(body)
+		if zw.Close() == nil {
+			h.Set("Content-Encoding", "gzip")
+			body = buf.Bytes()
+		}
 	}
+	r.w.WriteHeader(status)
+	// A write error means the browser went away; nothing to tell it.
+	_, _ = r.w.Write(body)
 	return nil
 }
 

@@ -112,6 +112,11 @@
     }
     var step = (key === "j" || key === "ArrowDown") ? 1 : (key === "k" || key === "ArrowUp") ? -1 : 0;
     if (!step) return;
+    if (tree.hasAttribute("data-virtual") && window.glassboxTree) {
+      e.preventDefault();
+      window.glassboxTree.step(step);
+      return;
+    }
     var nodes = Array.prototype.slice.call(tree.querySelectorAll("[data-node]"));
     var cur = nodes.findIndex(function (n) { return n.classList.contains("selected"); });
     var next = nodes[Math.max(0, Math.min(nodes.length - 1, cur + step))];

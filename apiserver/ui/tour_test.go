@@ -1,0 +1,124 @@
+package ui_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
+)
+
+// TestBrowserTour clicks through the pages a person uses, as that person:
+// from the traces table into a trace and one of its generations, the
+// observations table, the sessions and a session's replay, then the
+// settings (an API key created and its secret shown once, a member invited,
+// a project role, a model price), checking what each page shows. With
+// GLASSBOX_UI_SCREENSHOTS=docs/ui it refreshes the pictures in docs/ui.
+func TestBrowserTour(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	now := time.Now().Add(-30 * time.Minute)
+	for i, user := range []string{"alice", "bob", "alice", "carol"} {
+		env.ChatTrace(t, "trace-"+string(rune('a'+i)), []string{"support-chat", "billing-chat"}[i%2], user, now.Add(time.Duration(i)*7*time.Minute))
+	}
+	ctx := context.Background()
+	lo, hi := 0.0, 1.0
+	_, err := env.Store.CreateScoreConfig(ctx, env.ProjectID, controlplane.NewScoreConfig{Name: "helpfulness", DataType: "NUMERIC", MinValue: &lo, MaxValue: &hi})
+	require.NoError(t, err)
+	p := env.URL + "/project/" + env.ProjectID
+	b := uitest.NewTab(t, 3*time.Minute)
+	b.SignIn(env.URL, env.OwnerEmail, env.OwnerPassword)
+
+	// Traces: the table, then its filters through the form.
+	b.Go(p + "/traces")
+	b.WaitVisible(`[data-testid=traces]`)
+	assert.Contains(t, b.Text(`[data-testid=traces-count]`), "1–4 of 4")
+	b.Screenshot("traces")
+	b.Type(`input[name=user]`, "alice")
+	b.ClickAndWait(`[data-testid=trace-filters] button[type=submit]`)
+	assert.Contains(t, b.URL().RawQuery, "user=alice", "filters live in the URL")
+	b.WaitVisible(`[data-testid=traces]`)
+	assert.Equal(t, 2, b.Count(`[data-testid=traces] tbody tr[data-id]`))
+
+	// A trace from the filtered list: tree, the generation, J to the next.
+	b.ClickAndWait(`[data-testid=traces] tbody tr[data-id] td a`)
+	b.ClickText(`[data-node]`, "answer")
+	b.WaitFor(`document.querySelector("[data-testid=model]") !== null`)
+	assert.Equal(t, "gpt-4o", b.Text(`[data-testid=model]`))
+	assert.Contains(t, b.Text(`[data-testid=io-input]`), "You are a helpful support agent.")
+	assert.Contains(t, strings.ToLower(b.Text(`[data-testid=io-input]`)), "tool call · lookup_order")
+	b.Screenshot("trace")
+	b.Click(`[data-testid=io-output] [data-raw-toggle]`)
+	assert.True(t, uitest.Eval[bool](b, `!document.querySelector("[data-testid=io-output] .io-raw").hidden`), "raw JSON shown")
+	uitest.Eval[bool](b, `(document.activeElement.blur(), true)`) // keys go to the page, not the checkbox
+	b.Key("k")
+	b.WaitFor(`document.querySelector("[data-testid=detail]").dataset.selected.endsWith("-retrieve")`)
+	first := b.Path()
+	uitest.Eval[bool](b, `(window.__gbOld = true)`)
+	b.Key("J")
+	b.WaitFor(`!window.__gbOld && document.readyState === "complete"`)
+	assert.NotEqual(t, first, b.Path())
+	assert.Contains(t, b.Text(`[data-testid=trace-name]`), "support-chat", "J walks the filtered list: alice's traces are support chats")
+
+	// Score the trace through its config.
+	b.Click(`[data-testid=add-score] summary`)
+	b.Type(`[data-testid=add-score] input[name=value]`, "0.9")
+	b.ClickAndWait(`[data-testid=add-score] button[type=submit]`)
+	assert.Contains(t, b.Text(`[data-testid=scores]`), "helpfulness: 0.9")
+
+	b.Go(p + "/observations?type=GENERATION")
+	b.WaitVisible(`[data-testid=observations]`)
+	assert.Contains(t, b.Text(`[data-testid=observations] tbody`), "gpt-4o")
+	b.Screenshot("observations")
+
+	b.Go(p + "/sessions")
+	b.WaitVisible(`[data-testid=sessions]`)
+	b.Screenshot("sessions")
+	b.ClickAndWait(`[data-testid=sessions] tbody tr[data-id=session-alice] a`)
+	assert.Equal(t, 2, b.Count(`.replay-turn`))
+	b.Screenshot("session")
+
+	// Settings: a key whose secret shows once.
+	b.Go(p + "/settings/api-keys")
+	b.Type(`[data-testid=create-key] input[name=note]`, "tour")
+	b.ClickAndWait(`[data-testid=create-key] button`)
+	secret := b.Text(`[data-testid=new-secret]`)
+	assert.True(t, strings.HasPrefix(strings.TrimSpace(secret), "sk-lf-"))
+	assert.Contains(t, b.Text(`[data-testid=env-snippet]`), "LANGFUSE_BASE_URL="+env.URL)
+	b.Screenshot("api-keys")
+	b.Go(p + "/settings/api-keys")
+	assert.NotContains(t, b.Text(`main`), strings.TrimSpace(secret), "never shown again")
+
+	// A member invited; the link to choose a password is shown once.
+	b.Go(env.URL + "/organization/" + env.OrgID)
+	b.Type(`[data-testid=invite] input[name=email]`, "newcomer@example.com")
+	b.ClickAndWait(`[data-testid=invite] button`)
+	assert.Contains(t, b.Text(`[data-testid=invited]`), "/auth/invite/")
+	b.Screenshot("organization")
+
+	b.Go(p + "/settings/members")
+	b.WaitVisible(`[data-testid=project-members]`)
+	b.SetValue(`tr[data-member="newcomer@example.com"] select`, "VIEWER")
+	b.ClickAndWait(`tr[data-member="newcomer@example.com"] button`)
+	assert.Equal(t, "VIEWER", uitest.Eval[string](b, `document.querySelector('tr[data-member="newcomer@example.com"] select').value`))
+	b.Screenshot("members")
+
+	b.Go(p + "/settings/models")
+	b.Type(`[data-testid=add-model] input[name=name]`, "my-finetune")
+	b.Type(`[data-testid=add-model] input[name=input]`, "2.5")
+	b.Type(`[data-testid=add-model] input[name=output]`, "10")
+	b.ClickAndWait(`[data-testid=add-model] button`)
+	assert.Contains(t, b.Text(`[data-testid=custom-models]`), "$2.5")
+	b.Go(p + "/settings/models?q=gpt-4o")
+	assert.Contains(t, b.Text(`[data-testid=builtin-models]`), "gpt-4o", "the built-in catalogue is visible")
+	b.Screenshot("models")
+
+	b.Go(p + "/settings")
+	b.WaitVisible(`[data-testid=general]`)
+	b.Screenshot("settings")
+	assert.Empty(t, b.ConsoleErrors())
+}
