@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
-	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) *Config {
