@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
+	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/evaluations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
@@ -138,6 +139,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, mediaService(cfg, cp).Routes()...)
 	routes = append(routes, ingestion.Routes(ch, cp, logger)...)
 	routes = append(routes, models.Routes(cp)...)
+	routes = append(routes, dashboards.Routes(cp)...)
 	routes = append(routes, projectsettings.Routes(cp)...)
 	box, _ := secretBox()                    // New has refused a malformed key
 	webhooks, _ := cfg.Evaluation.Webhooks() // and Validate malformed hosts

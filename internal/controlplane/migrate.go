@@ -465,6 +465,42 @@ var migrations = []migration{
 			`CREATE INDEX user_links_user ON user_links (user_id)`,
 		},
 	},
+	{
+		version: 41,
+		name:    "dashboards and dashboard widgets",
+		stmts: []string{
+			// definition is the JSON grid {"widgets": [placements]}; filters a
+			// JSON array in Langfuse's filter-state shape.
+			`CREATE TABLE dashboards (
+				id          TEXT PRIMARY KEY,
+				project_id  TEXT NOT NULL REFERENCES projects (id),
+				name        TEXT NOT NULL,
+				description TEXT NOT NULL,
+				definition  TEXT NOT NULL,
+				filters     TEXT NOT NULL,
+				created_at  BIGINT NOT NULL,
+				updated_at  BIGINT NOT NULL
+			)`,
+			`CREATE INDEX dashboards_project ON dashboards (project_id, updated_at)`,
+			// A widget's query parts are the JSON clients sent, checked by the
+			// metrics engine when they are saved and when they run.
+			`CREATE TABLE dashboard_widgets (
+				id           TEXT PRIMARY KEY,
+				project_id   TEXT NOT NULL REFERENCES projects (id),
+				name         TEXT NOT NULL,
+				description  TEXT NOT NULL,
+				view         TEXT NOT NULL,
+				dimensions   TEXT NOT NULL,
+				metrics      TEXT NOT NULL,
+				filters      TEXT NOT NULL,
+				chart_type   TEXT NOT NULL,
+				chart_config TEXT NOT NULL,
+				created_at   BIGINT NOT NULL,
+				updated_at   BIGINT NOT NULL
+			)`,
+			`CREATE INDEX dashboard_widgets_project ON dashboard_widgets (project_id, updated_at)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
