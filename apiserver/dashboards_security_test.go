@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,14 +79,7 @@ func init() {
 
 func TestDashboardAttacksLeaveTenantBWhole(t *testing.T) {
 	s := newServer(t)
-	for name, a := range dashboardAttacks {
-		var body any
-		if a.body != nil {
-			body = a.body(s)
-		}
-		method, _, _ := strings.Cut(name, " ")
-		a.check(t, s, apitest.Do(t, s.h, method, a.target(s), a.auth(s), body))
-	}
+	runAttacks(t, s, dashboardAttacks)
 	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/unstable/dashboards/"+dashboardSeed.dashboard, s.b.ProjectAuth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), "dashboard-of-b")

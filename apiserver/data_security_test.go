@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -206,16 +205,7 @@ func init() {
 // whole and unchanged.
 func TestDataAttacksLeaveTenantBWhole(t *testing.T) {
 	s := newServer(t)
-	for name, a := range dataAttacks {
-		var body any
-		if a.body != nil {
-			body = a.body(s)
-		}
-		method, _, _ := strings.Cut(name, " ")
-		t.Run(name, func(t *testing.T) {
-			a.check(t, s, apitest.Do(t, s.h, method, a.target(s), a.auth(s), body))
-		})
-	}
+	runAttacks(t, s, dataAttacks)
 	assertDataOfBWhole(t, s)
 }
 

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -189,14 +188,7 @@ func init() {
 // After every evaluation attack, tenant b's objects are whole.
 func TestEvaluationAttacksLeaveTenantBWhole(t *testing.T) {
 	s := newServer(t)
-	for name, a := range evaluationAttacks {
-		var body any
-		if a.body != nil {
-			body = a.body(s)
-		}
-		method, _, _ := strings.Cut(name, " ")
-		a.check(t, s, apitest.Do(t, s.h, method, a.target(s), a.auth(s), body))
-	}
+	runAttacks(t, s, evaluationAttacks)
 	o := evalSeed
 	for _, path := range []string{
 		"/api/public/llm-connections/" + o.connection,

@@ -262,3 +262,19 @@ func TestSharedTraceID(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), "shared in "+s.b.ProjectID)
 }
+
+// runAttacks runs every attack of the map as tenant a, each checked by its
+// own check.
+func runAttacks(t *testing.T, s server, attacks map[string]attack) {
+	t.Helper()
+	for name, a := range attacks {
+		var body any
+		if a.body != nil {
+			body = a.body(s)
+		}
+		method, _, _ := strings.Cut(name, " ")
+		t.Run(name, func(t *testing.T) {
+			a.check(t, s, apitest.Do(t, s.h, method, a.target(s), a.auth(s), body))
+		})
+	}
+}
