@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	}
 	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
 	if cfg.UI.Enabled {
-		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch}, logger); err != nil {
+		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch, Media: mediaService(cfg, cp)}, logger); err != nil {
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
 		s.handler = s.ui.Wrap(s.handler)

@@ -237,25 +237,41 @@ func (s *Service) report(r *http.Request) (any, error) {
 }
 
 func (s *Service) get(r *http.Request) (any, error) {
-	id, project := r.PathValue("mediaId"), httpx.ProjectID(r)
+	return s.record(r, httpx.ProjectID(r), r.PathValue("mediaId"))
+}
+
+// record describes a stored media with a signed download URL.
+func (s *Service) record(r *http.Request, project, id string) (Record, error) {
 	m, err := s.store.GetMedia(r.Context(), project, id)
 	if errors.Is(err, controlplane.ErrNotFound) {
-		return nil, httpx.NotFound("Media %s not found", id)
+		return Record{}, httpx.NotFound("Media %s not found", id)
 	}
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
 	if !s.stored(m) {
-		return nil, httpx.NotFound("Media %s has not been uploaded yet", id)
+		return Record{}, httpx.NotFound("Media %s has not been uploaded yet", id)
 	}
 	u, expiry, err := s.signedURL(r, http.MethodGet, project, id)
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
 	return Record{
 		MediaID: id, ContentType: m.ContentType, ContentLength: m.ContentLength,
 		UploadedAt: httpx.FromTime(m.UploadedAt), URL: u, URLExpiry: httpx.FromTime(expiry),
 	}, nil
+}
+
+// DownloadURL is a signed URL of a project's stored media, for the web UI,
+// which checked the reader's access to the project; a missing media is
+// controlplane.ErrNotFound.
+func (s *Service) DownloadURL(r *http.Request, project, id string) (string, error) {
+	rec, err := s.record(r, project, id)
+	var apiErr *httpx.Error
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		return "", fmt.Errorf("media %s: %w", id, controlplane.ErrNotFound)
+	}
+	return rec.URL, err
 }
 
 // path is where the bytes of a media live. Project ids and media ids hold

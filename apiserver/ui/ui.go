@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
@@ -76,6 +77,8 @@ func (c *Config) Validate(publicURL string) error {
 type Stores struct {
 	ControlPlane *controlplane.Store
 	ClickHouse   *chstore.Store
+	// Media signs download URLs of the media attachments the SDKs upload.
+	Media *media.Service
 }
 
 // Secret names of the keys the UI keeps in the control plane store, shared
@@ -127,7 +130,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
 		settings.Routes(app, cp, builtin.Models()),
-		tracing.Routes(app, st.ClickHouse, cp),
+		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, func(r *web.Request) error {
 			return r.Redirect(r.Path("project", r.Project.ID, "traces"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,6 +32,22 @@ type ControlPlane interface {
 // Scores stores scores; *chstore.Store implements it.
 type Scores interface {
 	InsertScores(ctx context.Context, scores []chstore.Score) error
+}
+
+// Media signs download URLs of uploaded media; *media.Service implements it.
+type Media interface {
+	DownloadURL(r *http.Request, projectID, mediaID string) (string, error)
+}
+
+// media sends the browser to an uploaded media of the project, for the
+// images and files of inputs and outputs.
+func (h *handlers) media(r *web.Request) error {
+	u, err := h.mediaFiles.DownloadURL(r.Request, r.Project.ID, r.PathValue("mediaId"))
+	if err != nil {
+		return err
+	}
+	http.Redirect(r.Writer(), r.Request, u, http.StatusFound)
+	return nil
 }
 
 // maxTargets bounds the dataset and queue choices listed in a form.

@@ -29,6 +29,9 @@ type traceData struct {
 	Prev, Next string
 	// Shared is set on the read-only view of a public trace.
 	Shared bool
+	// MediaProject is the project media are loaded from; "" on shared
+	// pages, whose readers may not open the project's media.
+	MediaProject string
 	// Score is the add-score form, nil when the role may not score.
 	Score *scoreForm
 	// Virtual trees are drawn by tree.js from TreeJSON, only the rows in
@@ -108,7 +111,7 @@ func (h *handlers) sharedTrace(r *web.Request) error {
 	if err != nil {
 		return err
 	}
-	d.Shared, d.List, d.Prev, d.Next = true, "", "", ""
+	d.Shared, d.List, d.Prev, d.Next, d.MediaProject = true, "", "", "", ""
 	if r.HTMX() {
 		return r.RenderFragment(h.t, "trace", "detail", d)
 	}
@@ -126,7 +129,8 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 	}
 	q := r.URL.Query()
 	d := &traceData{Trace: tr.Trace, Tree: BuildTree(tr.Observations), Scores: scores,
-		Self: r.Path("project", r.Project.ID, "traces", tr.ID), List: q.Get("list"), ListQ: url.QueryEscape(q.Get("list"))}
+		Self: r.Path("project", r.Project.ID, "traces", tr.ID), List: q.Get("list"), ListQ: url.QueryEscape(q.Get("list")),
+		MediaProject: r.Project.ID}
 	d.Back = r.Path("project", r.Project.ID, "traces")
 	if lq, err := url.ParseQuery(d.List); err == nil && len(lq) > 0 {
 		d.Back += "?" + lq.Encode()
@@ -169,7 +173,7 @@ func traceDetail(t chstore.Trace, tree Tree) Detail {
 	return Detail{Type: "TRACE", Name: t.Name, Start: time.UnixMicro(t.Timestamp).UTC(), DurationMs: t.LatencySeconds * 1000,
 		TotalCost: t.TotalCost, Input: web.RenderIO(t.Input), Output: web.RenderIO(t.Output), Metadata: web.RenderIO(t.Metadata),
 		Environment: t.Environment, Release: t.Release, Version: t.Version, UserID: t.UserID, SessionID: t.SessionID, Tags: t.Tags,
-		Usage: tokenKV(tree.Tokens)}
+		Usage: tokenKV(tree.Tokens), ModelParameters: web.IO{Empty: true}, TimeToFirstTokenMs: -1}
 }
 
 func tokenKV(n int64) []KV {

@@ -32,23 +32,24 @@ type Store interface {
 }
 
 type handlers struct {
-	store  Store
-	scores Scores
-	cp     ControlPlane
-	t      *web.Templates
-	now    func() time.Time
+	store      Store
+	scores     Scores
+	cp         ControlPlane
+	mediaFiles Media
+	t          *web.Templates
+	now        func() time.Time
 }
 
 // Routes registers the tracing pages and their sidebar entries.
 func Routes(app *web.App, store interface {
 	Store
 	Scores
-}, cp ControlPlane) error {
+}, cp ControlPlane, media Media) error {
 	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, scores: store, cp: cp, t: t, now: time.Now}
+	h := &handlers{store: store, scores: store, cp: cp, mediaFiles: media, t: t, now: time.Now}
 	app.AddNav(
 		web.NavItem{Section: "Observability", Label: "Traces", Path: "traces", Action: access.ProjectRead, Order: 100},
 		web.NavItem{Section: "Observability", Label: "Observations", Path: "observations", Action: access.ProjectRead, Order: 110},
@@ -63,6 +64,7 @@ func Routes(app *web.App, store interface {
 			Handler: h.trace, Shared: h.sharedTrace},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/{traceId}/scores", Access: proj, Action: access.ScoresWrite, Handler: h.addScore},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/observations", Access: proj, Action: access.ProjectRead, Handler: h.observations},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/media/{mediaId}", Access: proj, Action: access.ProjectRead, Handler: h.media},
 	)
 }
 

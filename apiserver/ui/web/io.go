@@ -28,6 +28,7 @@ type IO struct {
 	Chat  []Turn
 	Tree  *JSONNode
 	Text  *Prose
+	Media *Part // the value is a reference to an uploaded media
 	Empty bool
 }
 
@@ -50,6 +51,26 @@ type Part struct {
 	// picture lives elsewhere (Link then names it; it is not loaded).
 	URL  template.URL
 	Link string
+	// MediaID names a media the SDK uploaded (a Langfuse media reference);
+	// the page loads it from this server. MediaType is its content type.
+	MediaID, MediaType string
+}
+
+// mediaRef is the reference the Langfuse SDKs put in place of base64 data
+// they upload: @@@langfuseMedia:type=image/png|id=...|source=...@@@.
+var mediaRef = regexp.MustCompile(`^@@@langfuseMedia:type=([A-Za-z0-9.+/-]+)\|id=([A-Za-z0-9_-]{1,128})\|source=[A-Za-z0-9_]+@@@$`)
+
+// media reads a media reference.
+func media(s string) (Part, bool) {
+	m := mediaRef.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Part{}, false
+	}
+	kind := "file"
+	if strings.HasPrefix(m[1], "image/") {
+		kind = "image"
+	}
+	return Part{Kind: kind, MediaID: m[2], MediaType: m[1]}, true
 }
 
 // ToolCall is a model's request to run a tool.
@@ -92,6 +113,9 @@ func RenderIO(s string) IO {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {
+		if p, ok := media(s); ok {
+			return IO{Raw: s, Media: &p}
+		}
 		return IO{Raw: s, Text: prose(s)}
 	}
 	var buf bytes.Buffer
@@ -101,7 +125,11 @@ func RenderIO(s string) IO {
 	out := IO{Raw: s}
 	switch x := v.(type) {
 	case string:
-		out.Text = prose(x)
+		if p, ok := media(x); ok {
+			out.Media = &p
+		} else {
+			out.Text = prose(x)
+		}
 		return out
 	}
 	if turns, ok := chat(v); ok {
@@ -179,6 +207,8 @@ func chat(v any) ([]Turn, bool) {
 					addText(s)
 				case typ == "image_url" || typ == "image" || typ == "input_image":
 					t.Parts = append(t.Parts, image(pm))
+				case typ == "input_audio" || typ == "file" || typ == "input_file":
+					t.Parts = append(t.Parts, file(pm))
 				case typ == "tool_use": // Anthropic
 					t.ToolCalls = append(t.ToolCalls, toolCall(pm["id"], pm["name"], pm["input"]))
 				case typ == "tool_result":
@@ -240,6 +270,9 @@ func image(pm map[string]any) Part {
 	case map[string]any:
 		u, _ = x["url"].(string)
 	}
+	if p, ok := media(u); ok {
+		return p
+	}
 	if src, ok := pm["source"].(map[string]any); ok { // Anthropic base64 source
 		mt, _ := src["media_type"].(string)
 		data, _ := src["data"].(string)
@@ -252,6 +285,22 @@ func image(pm map[string]any) Part {
 		return Part{Kind: "image", Link: "inline image (" + strconv.Itoa(len(u)/1024) + " KB, not shown)"}
 	}
 	return Part{Kind: "image", Link: u}
+}
+
+// file names an attached file or audio; an uploaded one links to it.
+func file(pm map[string]any) Part {
+	for _, v := range pm {
+		if sub, ok := v.(map[string]any); ok {
+			for _, x := range sub {
+				if s, ok := x.(string); ok {
+					if p, ok := media(s); ok {
+						return p
+					}
+				}
+			}
+		}
+	}
+	return Part{Kind: "file", Link: "attachment (not shown)"}
 }
 
 func stringify(v any) string {
