@@ -48,7 +48,9 @@ func TestUploadedMediaShowInTheTrace(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n fake image bytes")
 	id := upload(t, env, "with-image", "image/png", png)
 	pdf := upload(t, env, "with-image", "application/pdf", []byte("%PDF-1.4 fake"))
-	ref := func(typ, id string) string { return "@@@langfuseMedia:type=" + typ + "|id=" + id + "|source=base64_data_uri@@@" }
+	ref := func(typ, id string) string {
+		return "@@@langfuseMedia:type=" + typ + "|id=" + id + "|source=base64_data_uri@@@"
+	}
 	at := time.Now().Add(-time.Minute)
 	env.Ingest(t,
 		uitest.Event{Type: "trace-create", Body: map[string]any{"id": "with-image", "name": "vision", "timestamp": uitest.Time(at),
