@@ -45,7 +45,7 @@ func Routes(app *web.App, store interface {
 	Store
 	Scores
 }, cp ControlPlane, media Media) error {
-	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html")
+	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html", "user.html")
 	if err != nil {
 		return err
 	}
@@ -64,6 +64,7 @@ func Routes(app *web.App, store interface {
 			Handler: h.trace, Shared: h.sharedTrace},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/{traceId}/scores", Access: proj, Action: access.ScoresWrite, Handler: h.addScore},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/observations", Access: proj, Action: access.ProjectRead, Handler: h.observations},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/users/{userId}", Access: proj, Action: access.ProjectRead, Handler: h.user},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/media/{mediaId}", Access: proj, Action: access.ProjectRead, Handler: h.media},
 	)
 }

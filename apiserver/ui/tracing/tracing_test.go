@@ -119,3 +119,21 @@ func TestPublicTraceIsSharedReadOnly(t *testing.T) {
 	res = anon.Get("/project/" + env.ProjectID + "/traces/no-such-trace")
 	assert.Equal(t, http.StatusFound, res.Status, "a missing trace looks like a private one")
 }
+
+func TestUserPage(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	first := time.Now().Add(-48 * time.Hour)
+	env.ChatTrace(t, "old", "support-chat", "alice", first)
+	env.ChatTrace(t, "new", "billing-chat", "alice", time.Now().Add(-time.Minute))
+	env.ChatTrace(t, "other", "support-chat", "bob", time.Now().Add(-time.Minute))
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	res := c.Get("/project/" + env.ProjectID + "/users/alice")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Contains(t, res.Body, `data-id="old"`)
+	assert.Contains(t, res.Body, `data-id="new"`)
+	assert.NotContains(t, res.Body, `data-id="other"`)
+	assert.Contains(t, res.Body, first.UTC().Format("2006-01-02 15:04"), "first seen")
+	assert.Contains(t, res.Body, "1–2 of 2")
+	assert.Equal(t, http.StatusNotFound, c.Get("/project/"+env.ProjectID+"/users/nobody").Status)
+}
