@@ -216,10 +216,15 @@ func TestOTLPSpansAreScoredByAnLLMJudge(t *testing.T) {
 	assert.Equal(t, 1.0, score["value"])
 	assert.Equal(t, "four is right", score["comment"])
 
-	jobs := mustCall(t, http.MethodGet, base+"/api/public/evals/jobs?ruleId="+rule["id"].(string), nil, http.StatusOK)
-	data := jobs["data"].([]any)
-	require.Len(t, data, 1, "the dev trace does not match the filter")
-	job := data[0].(map[string]any)
+	// The worker writes the score before it records the job's outcome.
+	var job map[string]any
+	require.Eventually(t, func() bool {
+		jobs := mustCall(t, http.MethodGet, base+"/api/public/evals/jobs?ruleId="+rule["id"].(string), nil, http.StatusOK)
+		data := jobs["data"].([]any)
+		require.Len(t, data, 1, "the dev trace does not match the filter")
+		job = data[0].(map[string]any)
+		return job["status"] != "RUNNING" && job["status"] != "PENDING"
+	}, 10*time.Second, 50*time.Millisecond)
 	assert.Equal(t, prod.String(), job["traceId"])
 	assert.Equal(t, "SUCCEEDED", job["status"])
 	none := mustCall(t, http.MethodGet, base+"/api/public/v2/scores?traceId="+dev.String(), nil, http.StatusOK)
