@@ -12,6 +12,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 // Config configures the API server, standalone (YAML file) and embedded in
@@ -60,9 +61,27 @@ type Config struct {
 type ControlPlaneConfig struct {
 	// DSN is sqlite://path (embedded, the default) or postgres://... .
 	DSN string `mapstructure:"dsn"`
+	// PromptComposition bounds the resolution of prompts that reference
+	// other prompts; prompts beyond it are refused at creation and at read.
+	PromptComposition PromptCompositionConfig `mapstructure:"prompt_composition"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// PromptCompositionConfig bounds prompt composition.
+type PromptCompositionConfig struct {
+	// MaxResolvedBytes bounds a resolved prompt's text.
+	MaxResolvedBytes int `mapstructure:"max_resolved_bytes"`
+	// MaxReferences bounds the references one resolution follows.
+	MaxReferences int `mapstructure:"max_references"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+func (c PromptCompositionConfig) limits() controlplane.PromptLimits {
+	return controlplane.PromptLimits{MaxResolvedBytes: c.MaxResolvedBytes, MaxReferences: c.MaxReferences}
 }
 
 // MediaConfig says where uploaded media are kept. Uploads go to signed URLs
@@ -103,8 +122,11 @@ const (
 // NewDefaultConfig returns the configuration of a local single-node install.
 func NewDefaultConfig() Config {
 	return Config{
-		Listen:                   DefaultListen,
-		ControlPlane:             ControlPlaneConfig{DSN: DefaultControlPlaneDSN},
+		Listen: DefaultListen,
+		ControlPlane: ControlPlaneConfig{DSN: DefaultControlPlaneDSN, PromptComposition: PromptCompositionConfig{
+			MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes,
+			MaxReferences:    controlplane.DefaultPromptMaxReferences,
+		}},
 		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
@@ -129,6 +151,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.ControlPlane.DSN == "" {
 		errs = append(errs, errors.New("control_plane.dsn is required"))
+	}
+	if cfg.ControlPlane.PromptComposition.MaxResolvedBytes <= 0 {
+		errs = append(errs, errors.New("control_plane.prompt_composition.max_resolved_bytes must be positive"))
+	}
+	if cfg.ControlPlane.PromptComposition.MaxReferences <= 0 {
+		errs = append(errs, errors.New("control_plane.prompt_composition.max_references must be positive"))
 	}
 	if err := cfg.ClickHouse.storeConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("clickhouse: %w", err))

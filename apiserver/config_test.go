@@ -27,6 +27,8 @@ func TestConfigValidate(t *testing.T) {
 		{"listen without port", func(c *Config) { c.Listen = "localhost" }, []string{"listen"}},
 		{"relative public url", func(c *Config) { c.PublicURL = "/glassbox" }, []string{"public_url"}},
 		{"no control plane", func(c *Config) { c.ControlPlane.DSN = "" }, []string{"control_plane.dsn is required"}},
+		{"no prompt bounds", func(c *Config) { c.ControlPlane.PromptComposition = PromptCompositionConfig{} },
+			[]string{"prompt_composition.max_resolved_bytes", "prompt_composition.max_references"}},
 		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = "http://127.0.0.1:8123" }, []string{"clickhouse: dsn"}},
 		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
 		{"negative timeout", func(c *Config) { c.ClickHouse.QueryTimeout = -time.Second }, []string{"timeouts"}},

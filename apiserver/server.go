@@ -69,6 +69,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	cp.SetPromptLimits(cfg.ControlPlane.PromptComposition.limits())
 	if cfg.InitFromEnv {
 		if err := cp.InitFromEnv(ctx, os.Getenv); err != nil {
 			return nil, errors.Join(err, cp.Close())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -184,6 +186,60 @@ func TestComposition(t *testing.T) {
 	rec = apitest.Do(t, h, http.MethodDelete, "/api/public/v2/prompts/shared%2Ftone", a.ProjectAuth, nil)
 	status(t, rec, http.StatusBadRequest)
 	assert.Contains(t, rec.Body.String(), "assistant")
+}
+
+// allocatedDuring returns the bytes the process allocated while f ran.
+func allocatedDuring(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A text referenced thousands of times would multiply into a response of
+// hundreds of MB; resolution refuses it before building it, at creation and,
+// when a label later moves to a larger version, at read.
+func TestCompositionIsBounded(t *testing.T) {
+	store := apitest.ControlPlane(t)
+	a := apitest.Seed(t, store, "a")
+	h := newHandler(t, store)
+	const flat = 16 << 20 // the unbounded resolution allocated over 200 MB
+	leaf := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 50<<10/45)
+	bomb := strings.Repeat("@@@langfusePrompt:name=leaf|version=1@@@", 2000)
+
+	create(t, h, a.ProjectAuth, map[string]any{"name": "leaf", "prompt": leaf})
+	var rec *httptest.ResponseRecorder
+	alloc := allocatedDuring(func() {
+		rec = apitest.Do(t, h, http.MethodPost, "/api/public/v2/prompts", a.ProjectAuth, map[string]any{"name": "bomb", "prompt": bomb})
+	})
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "max_resolved_bytes")
+	assert.Less(t, alloc, uint64(flat))
+
+	// Valid when created: 2,000 references to a short text.
+	create(t, h, a.ProjectAuth, map[string]any{"name": "part", "prompt": "short", "labels": []string{"production"}})
+	create(t, h, a.ProjectAuth, map[string]any{"name": "wrapper",
+		"prompt": strings.Repeat("@@@langfusePrompt:name=part|label=production@@@", 2000)})
+	create(t, h, a.ProjectAuth, map[string]any{"name": "part", "prompt": leaf, "labels": []string{"production"}})
+	alloc = allocatedDuring(func() {
+		rec = apitest.Do(t, h, http.MethodGet, "/api/public/v2/prompts/wrapper?version=1", a.ProjectAuth, nil)
+	})
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "max_resolved_bytes")
+	assert.Less(t, alloc, uint64(flat))
+
+	// The reference count is bounded too, and both bounds are configurable.
+	store.SetPromptLimits(controlplane.PromptLimits{MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes, MaxReferences: 3})
+	refs := ""
+	for i := range 4 {
+		create(t, h, a.ProjectAuth, map[string]any{"name": fmt.Sprintf("n%d", i), "prompt": "x"})
+		refs += fmt.Sprintf("@@@langfusePrompt:name=n%d|version=1@@@", i)
+	}
+	rec = apitest.Do(t, h, http.MethodPost, "/api/public/v2/prompts", a.ProjectAuth, map[string]any{"name": "many", "prompt": refs})
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "more than 3 prompt references")
+	assert.Contains(t, rec.Body.String(), "max_references")
 }
 
 func TestValidation(t *testing.T) {

@@ -41,9 +41,10 @@ func TestLoadConfig(t *testing.T) {
 		{
 			id: component.NewIDWithName(Type, "full"),
 			expected: &Config{
-				Listen:       "127.0.0.1:3100",
-				PublicURL:    "https://glassbox.example.com",
-				ControlPlane: apiserver.ControlPlaneConfig{DSN: "postgres://glassbox@db.internal:5432/glassbox"},
+				Listen:    "127.0.0.1:3100",
+				PublicURL: "https://glassbox.example.com",
+				ControlPlane: apiserver.ControlPlaneConfig{DSN: "postgres://glassbox@db.internal:5432/glassbox",
+					PromptComposition: apiserver.PromptCompositionConfig{MaxResolvedBytes: 262144, MaxReferences: 20}},
 				ClickHouse: apiserver.ClickHouseConfig{
 					DSN:               "clickhouse://ch.internal:9000",
 					Database:          "traces",

@@ -14,6 +14,34 @@ import (
 // maxPromptDepth bounds how deep references may nest below the fetched prompt.
 const maxPromptDepth = 5
 
+// PromptLimits bound what resolving one prompt may cost: a text referenced
+// many times, at several levels, multiplies its size at each level.
+type PromptLimits struct {
+	// MaxResolvedBytes bounds the text of the resolved prompt, and of each
+	// referenced prompt once resolved.
+	MaxResolvedBytes int
+	// MaxReferences bounds how many references one resolution follows.
+	MaxReferences int
+}
+
+// Defaults of PromptLimits: far above hand-written prompts, far below what
+// would strain the server.
+const (
+	DefaultPromptMaxResolvedBytes = 1 << 20
+	DefaultPromptMaxReferences    = 100
+)
+
+// DefaultPromptLimits returns the limits a Store starts with.
+func DefaultPromptLimits() PromptLimits {
+	return PromptLimits{MaxResolvedBytes: DefaultPromptMaxResolvedBytes, MaxReferences: DefaultPromptMaxReferences}
+}
+
+// SetPromptLimits changes the bounds of prompt composition; call it before
+// the store serves requests.
+func (s *Store) SetPromptLimits(l PromptLimits) {
+	s.promptLimits = l
+}
+
 // ErrPromptComposition means a prompt's references cannot be resolved: a
 // missing or non-text child, a cycle, or nesting deeper than maxPromptDepth.
 var ErrPromptComposition = errors.New("prompt composition failed")
@@ -144,9 +172,12 @@ func (s *Store) resolveContent(ctx context.Context, c conn, projectID string, p 
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	r := resolver{ctx: ctx, c: c, projectID: projectID, deps: map[string][]PromptNode{}}
+	r := resolver{ctx: ctx, c: c, projectID: projectID, limits: s.promptLimits, deps: map[string][]PromptNode{}}
 	replacements, err := r.children(*p, refs, []string{p.Name}, 1)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.checkSize(*p, replacements); err != nil {
 		return nil, err
 	}
 	if p.Prompt, err = replaceTags(*p, replacements); err != nil {
@@ -159,7 +190,30 @@ type resolver struct {
 	ctx       context.Context
 	c         conn
 	projectID string
+	limits    PromptLimits
+	followed  int // references fetched so far
 	deps      map[string][]PromptNode
+}
+
+// checkSize refuses p when replacing its tags by texts would make it larger
+// than the limit; it counts instead of building the text.
+func (r *resolver) checkSize(p Prompt, texts map[string]string) error {
+	parts, err := promptTexts(p)
+	if err != nil {
+		return err
+	}
+	size := 0
+	for _, part := range parts {
+		size += len(part)
+		for tag, text := range texts {
+			size += strings.Count(part, tag) * (len(text) - len(tag))
+		}
+		if size > r.limits.MaxResolvedBytes {
+			return fmt.Errorf("%w: %q would resolve to more than %d bytes (limit control_plane.prompt_composition.max_resolved_bytes); reference fewer or smaller prompts",
+				ErrPromptComposition, p.Name, r.limits.MaxResolvedBytes)
+		}
+	}
+	return nil
 }
 
 // children resolves refs of parent, which sits at depth-1 below the root,
@@ -175,6 +229,10 @@ func (r *resolver) children(parent Prompt, refs []promptRef, path []string, dept
 			return nil, fmt.Errorf("%w: cycle: %s -> %s", ErrPromptComposition, strings.Join(path, " -> "), ref.Name)
 		case depth > maxPromptDepth:
 			return nil, fmt.Errorf("%w: references nest deeper than %d levels below %q", ErrPromptComposition, maxPromptDepth, path[0])
+		}
+		if r.followed++; r.followed > r.limits.MaxReferences {
+			return nil, fmt.Errorf("%w: %q needs more than %d prompt references to resolve (limit control_plane.prompt_composition.max_references)",
+				ErrPromptComposition, path[0], r.limits.MaxReferences)
 		}
 		child, err := getPrompt(r.ctx, r.c, r.projectID, ref.Name, ref.selector())
 		if errors.Is(err, ErrNotFound) {
@@ -196,6 +254,9 @@ func (r *resolver) children(parent Prompt, refs []promptRef, path []string, dept
 		if len(grand) > 0 {
 			sub, err := r.children(child, grand, append(slices.Clone(path), child.Name), depth+1)
 			if err != nil {
+				return nil, err
+			}
+			if err := r.checkSize(child, sub); err != nil {
 				return nil, err
 			}
 			if child.Prompt, err = replaceTags(child, sub); err != nil {

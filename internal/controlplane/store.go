@@ -45,6 +45,8 @@ type Store struct {
 	postgres bool
 	now      func() time.Time
 
+	promptLimits PromptLimits
+
 	touchMu sync.Mutex
 	touched map[string]time.Time // public key -> when this process last wrote last_used_at
 }
@@ -68,7 +70,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open control plane: %w", err)
 	}
-	s := &Store{db: db, postgres: postgres, now: time.Now, touched: map[string]time.Time{}}
+	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: DefaultPromptLimits(), touched: map[string]time.Time{}}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("connect control plane: %w", err), db.Close())
 	}
