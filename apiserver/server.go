@@ -89,6 +89,11 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
 	}
+	if n, err := cp.ResealLLMSecrets(ctx, box); err != nil {
+		return nil, errors.Join(err, ch.Close(), cp.Close())
+	} else if n > 0 {
+		logger.Info("bound LLM connection secrets to their destinations", zap.Int("connections", n))
+	}
 	s := &Server{controlPlane: cp, clickhouse: ch}
 	s.handler, err = httpx.NewRouter(Routes(cfg, cp, ch, logger), httpx.Options{
 		Verifier:          cp,

@@ -59,7 +59,7 @@ func (h handlers) connectionRoutes() []httpx.Route {
 		{
 			Method: http.MethodPut, Path: "/api/public/llm-connections", Access: httpx.ProjectKey, Handler: h.upsertConnection,
 			Doc: httpx.Doc{OperationID: "llmConnections_upsert", Tag: "LlmConnections", Body: LLMConnectionRequest{},
-				Response: LLMConnection{}, Summary: "Create or update the LLM connection named by provider; the key is stored encrypted and never returned."},
+				Response: LLMConnection{}, Summary: "Create or update the LLM connection named by provider; the key is stored encrypted, bound to the adapter and base URL, and never returned. Changing the adapter, baseURL or extraHeaders takes secretKey (and stored extraHeaders) again."},
 		},
 		{
 			Method: http.MethodGet, Path: "/api/public/llm-connections/{id}", Access: httpx.ProjectKey, Handler: h.getConnection,

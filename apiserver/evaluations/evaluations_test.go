@@ -74,6 +74,28 @@ func TestLLMConnectionRoutes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "sk-very-secret-9876", creds.SecretKey)
 
+	// The stored key cannot be pointed at another host: the review's
+	// sequence (a new baseURL, no key) and its variants are refused, and
+	// the connection still sends to where its key was saved for.
+	for _, redirect := range []map[string]any{
+		{"provider": "judge", "baseURL": "http://127.0.0.1:2/v1"},
+		{"provider": "judge", "adapter": "anthropic"},
+		{"provider": "judge", "extraHeaders": map[string]string{"Host": "attacker.example"}},
+		{"provider": "judge", "baseURL": "http://127.0.0.1:2/v1", "secretKey": "sk-another-key-1234"}, // headers not given again
+	} {
+		rec := call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth, redirect, http.StatusBadRequest)
+		assert.Regexp(t, `(secretKey|extraHeaders) (is|are) required`, rec.Body.String())
+	}
+	creds, err = f.store.LLMCredentials(context.Background(), mustBox(t), f.a.ProjectID, cn.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:1/v1", creds.BaseURL)
+	assert.Equal(t, "sk-very-secret-9876", creds.SecretKey)
+	moved := apitest.Decode[LLMConnection](t, call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
+		map[string]any{"provider": "judge", "baseURL": "http://127.0.0.1:2/v1", "secretKey": "sk-another-key-1234",
+			"extraHeaders": map[string]string{}}, http.StatusOK))
+	assert.Equal(t, "http://127.0.0.1:2/v1", moved.BaseURL)
+	assert.Empty(t, moved.ExtraHeaderKeys)
+
 	list := apitest.Decode[httpx.List[LLMConnection]](t, call(t, f, http.MethodGet, "/api/public/llm-connections", f.a.ProjectAuth, nil, http.StatusOK))
 	require.Len(t, list.Data, 1)
 	assert.EqualValues(t, 1, list.Meta.TotalItems)

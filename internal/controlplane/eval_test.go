@@ -48,16 +48,58 @@ func TestLLMConnections(t *testing.T) {
 		assert.Equal(t, "sk-1234567890abcd", creds.SecretKey)
 		assert.Equal(t, map[string]string{"X-Org": "secret-org"}, creds.ExtraHeaders)
 
-		// An update without a key keeps the key; the adapter and URL change.
+		// An update without a key keeps the key, but only for the same destination.
+		cn, err = s.UpsertLLMConnection(ctx, box, pa.ID, LLMConnectionUpsert{Provider: "judge", MaxConcurrency: 2, Timeout: 5 * time.Second})
+		require.NoError(t, err)
+		assert.Equal(t, 2, cn.MaxConcurrency)
+		for _, redirect := range []LLMConnectionUpsert{
+			{Provider: "judge", BaseURL: "http://127.0.0.1:9/v1"},
+			{Provider: "judge", Adapter: AdapterAnthropic},
+			{Provider: "judge", ExtraHeaders: map[string]string{"X-Org": "other"}},
+			{Provider: "judge", BaseURL: "http://127.0.0.1:9/v1", SecretKey: "sk-new-key-0000"},
+		} {
+			_, err = s.UpsertLLMConnection(ctx, box, pa.ID, redirect)
+			assert.ErrorIs(t, err, ErrInvalid, "%+v", redirect)
+		}
 		cn, err = s.UpsertLLMConnection(ctx, box, pa.ID, LLMConnectionUpsert{Provider: "judge", Adapter: AdapterAnthropic,
-			BaseURL: "http://127.0.0.1:9/v1/", MaxConcurrency: 2, Timeout: 5 * time.Second})
+			BaseURL: "http://127.0.0.1:9/v1/", SecretKey: "sk-new-key-0000", ExtraHeaders: map[string]string{"X-Org": "org-2"}})
 		require.NoError(t, err)
 		assert.Equal(t, "http://127.0.0.1:9/v1", cn.BaseURL)
-		assert.Equal(t, 2, cn.MaxConcurrency)
 		creds, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
 		require.NoError(t, err)
-		assert.Equal(t, "sk-1234567890abcd", creds.SecretKey)
+		assert.Equal(t, "sk-new-key-0000", creds.SecretKey)
+		assert.Equal(t, map[string]string{"X-Org": "org-2"}, creds.ExtraHeaders)
 		assert.Equal(t, "gpt-4o-mini", creds.DefaultModel)
+
+		// The secrets are sealed for their destination: a row pointed
+		// elsewhere behind the API's back does not open.
+		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET base_url = ? WHERE id = ?`, s.postgres), "https://attacker.example/v1", cn.ID)
+		require.NoError(t, err)
+		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
+		assert.ErrorContains(t, err, "does not open")
+		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET base_url = ? WHERE id = ?`, s.postgres), cn.BaseURL, cn.ID)
+		require.NoError(t, err)
+
+		// Secrets sealed by earlier releases (row id alone) are bound at start.
+		legacyKey, err := box.Seal("sk-legacy-1111", cn.ID)
+		require.NoError(t, err)
+		legacyHeaders, err := box.Seal(`{"X-Org":"legacy"}`, cn.ID)
+		require.NoError(t, err)
+		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET secret_key = ?, extra_headers = ? WHERE id = ?`, s.postgres),
+			legacyKey, legacyHeaders, cn.ID)
+		require.NoError(t, err)
+		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
+		require.Error(t, err)
+		n, err := s.ResealLLMSecrets(ctx, box)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		creds, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "sk-legacy-1111", creds.SecretKey)
+		assert.Equal(t, map[string]string{"X-Org": "legacy"}, creds.ExtraHeaders)
+		n, err = s.ResealLLMSecrets(ctx, box)
+		require.NoError(t, err)
+		assert.Zero(t, n, "idempotent")
 
 		for _, bad := range []LLMConnectionUpsert{
 			{Provider: "x", SecretKey: "k", Adapter: "bedrock"},

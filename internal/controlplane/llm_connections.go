@@ -112,18 +112,32 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 				DefaultParams: json.RawMessage(`{}`), MaxConcurrency: DefaultLLMConcurrency, Timeout: DefaultLLMTimeout,
 				CustomModels: []string{}, HeaderKeys: []string{}}
 		}
+		stored := secretsDestination(cur)
 		if err := applyLLMUpsert(&cur, u); err != nil {
 			return err
 		}
+		// A stored secret is never sent somewhere new: a change of
+		// destination takes the secrets again, and they are sealed for it.
+		if exists && secretsDestination(cur) != stored {
+			if u.SecretKey == "" {
+				return fmt.Errorf("%w: secretKey is required when adapter or baseURL change; the stored key is only sent where it was saved for", ErrInvalid)
+			}
+			if u.ExtraHeaders == nil && len(cur.HeaderKeys) > 0 {
+				return fmt.Errorf("%w: extraHeaders are required when adapter or baseURL change; the stored headers are only sent where they were saved for", ErrInvalid)
+			}
+		}
+		if exists && u.ExtraHeaders != nil && u.SecretKey == "" {
+			return fmt.Errorf("%w: secretKey is required when extraHeaders change", ErrInvalid)
+		}
 		if u.SecretKey != "" {
-			if sealedKey, err = box.Seal(u.SecretKey, cur.ID); err != nil {
+			if sealedKey, err = box.Seal(u.SecretKey, secretsDestination(cur)); err != nil {
 				return err
 			}
 			cur.DisplaySecret = displaySecret(u.SecretKey)
 		}
 		if u.ExtraHeaders != nil || !exists {
 			headers, _ := json.Marshal(nonNilMap(u.ExtraHeaders))
-			if sealedHeaders, err = box.Seal(string(headers), cur.ID); err != nil {
+			if sealedHeaders, err = box.Seal(string(headers), secretsDestination(cur)); err != nil {
 				return err
 			}
 			cur.HeaderKeys = sortedKeys(u.ExtraHeaders)
@@ -152,6 +166,13 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 		return err
 	})
 	return out, err
+}
+
+// secretsDestination is the associated data a connection's secrets are
+// sealed with: the row, and where the secrets go. A secret whose row was
+// pointed elsewhere in the database does not open.
+func secretsDestination(cn LLMConnection) string {
+	return cn.ID + "\n" + cn.Adapter + "\n" + cn.BaseURL
 }
 
 func applyLLMUpsert(cur *LLMConnection, u LLMConnectionUpsert) error {
@@ -278,11 +299,11 @@ func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, i
 	if err != nil {
 		return LLMCredentials{}, err
 	}
-	key, err := box.Open(sealedKey, cn.ID)
+	key, err := box.Open(sealedKey, secretsDestination(cn))
 	if err != nil {
 		return LLMCredentials{}, fmt.Errorf("secret key of llm connection %q: %w", cn.Provider, err)
 	}
-	headers, err := box.Open(sealedHeaders, cn.ID)
+	headers, err := box.Open(sealedHeaders, secretsDestination(cn))
 	if err != nil {
 		return LLMCredentials{}, fmt.Errorf("extra headers of llm connection %q: %w", cn.Provider, err)
 	}
@@ -291,6 +312,64 @@ func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, i
 		return LLMCredentials{}, fmt.Errorf("extra headers of llm connection %q: %w", cn.Provider, err)
 	}
 	return creds, nil
+}
+
+// ResealLLMSecrets binds secrets sealed by earlier releases, which used the
+// row id alone as associated data, to their connection's destination. It is
+// idempotent and runs at start, before any worker opens a secret.
+func (s *Store) ResealLLMSecrets(ctx context.Context, box *SecretBox) (resealed int, err error) {
+	if box == nil {
+		return 0, nil
+	}
+	err = s.inTx(ctx, func(c conn) error {
+		rows, err := c.query(ctx, `SELECT `+llmConnectionColumns+`, secret_key, extra_headers FROM llm_connections`)
+		if err != nil {
+			return fmt.Errorf("list llm connections: %w", err)
+		}
+		type legacy struct {
+			cn                       LLMConnection
+			key, headers             string
+			sealedKey, sealedHeaders string
+		}
+		var stale []legacy
+		for rows.Next() {
+			var l legacy
+			if l.cn, err = scanLLMConnection(rows, &l.sealedKey, &l.sealedHeaders); err != nil {
+				return errors.Join(err, rows.Close())
+			}
+			if _, err := box.Open(l.sealedKey, secretsDestination(l.cn)); err == nil {
+				continue
+			}
+			var errKey, errHeaders error
+			l.key, errKey = box.Open(l.sealedKey, l.cn.ID)
+			l.headers, errHeaders = box.Open(l.sealedHeaders, l.cn.ID)
+			if errKey != nil || errHeaders != nil {
+				// Sealed with another key: left alone, reported when used.
+				continue
+			}
+			stale = append(stale, l)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("list llm connections: %w", err)
+		}
+		for _, l := range stale {
+			key, err := box.Seal(l.key, secretsDestination(l.cn))
+			if err != nil {
+				return err
+			}
+			headers, err := box.Seal(l.headers, secretsDestination(l.cn))
+			if err != nil {
+				return err
+			}
+			if _, err := c.exec(ctx, `UPDATE llm_connections SET secret_key = ?, extra_headers = ? WHERE id = ? AND secret_key = ?`,
+				key, headers, l.cn.ID, l.sealedKey); err != nil {
+				return fmt.Errorf("reseal llm connection %q: %w", l.cn.ID, err)
+			}
+		}
+		resealed = len(stale)
+		return nil
+	})
+	return resealed, err
 }
 
 // ListLLMConnections returns one page of the project's connections by
