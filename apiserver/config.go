@@ -106,6 +106,9 @@ type ClickHouseConfig struct {
 	Cluster           string        `mapstructure:"cluster"`
 	ReplicatedEngines bool          `mapstructure:"replicated_engines"`
 	QueryTimeout      time.Duration `mapstructure:"query_timeout"`
+	// PurgeInterval is how often the rows of deleted traces and scores are
+	// removed: one ALTER ... DELETE per table for everything deleted since.
+	PurgeInterval time.Duration `mapstructure:"purge_interval"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -117,6 +120,7 @@ const (
 	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
 	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
 	DefaultMediaDir        = ".data/media"
+	DefaultPurgeInterval   = 5 * time.Minute
 )
 
 // NewDefaultConfig returns the configuration of a local single-node install.
@@ -127,7 +131,7 @@ func NewDefaultConfig() Config {
 			MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes,
 			MaxReferences:    controlplane.DefaultPromptMaxReferences,
 		}},
-		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase},
+		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
@@ -160,6 +164,9 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.ClickHouse.storeConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("clickhouse: %w", err))
+	}
+	if cfg.ClickHouse.PurgeInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.purge_interval must be positive"))
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))

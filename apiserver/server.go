@@ -53,7 +53,8 @@ type Server struct {
 	clickhouse   *chstore.Store
 	handler      http.Handler
 	worker       *evalworker.Worker // nil when evaluation.enabled is off
-	ui           *web.App           // nil when ui.enabled is off
+	purger       *purger
+	ui           *web.App // nil when ui.enabled is off
 }
 
 var _ apikey.Verifier = (*Server)(nil)
@@ -111,8 +112,10 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		}
 		s.handler = s.ui.Wrap(s.handler)
 	}
+	s.purger = startPurger(ch, cfg.ClickHouse.PurgeInterval, logger)
 	if cfg.Evaluation.Enabled {
 		if s.worker, err = evalworker.New(cfg.Evaluation, cp, ch, box, logger); err != nil {
+			s.purger.stop()
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
 		s.worker.Start()
@@ -183,11 +186,12 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close stops the evaluation workers and releases both stores.
+// Close stops the evaluation workers and the purge, and releases both stores.
 func (s *Server) Close() error {
 	if s.worker != nil {
 		s.worker.Stop()
 	}
+	s.purger.stop()
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
 }
 

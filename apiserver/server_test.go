@@ -3,13 +3,16 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -171,6 +174,61 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, apitest.Do(t, again.Handler(), http.MethodGet, "/api/public/projects", auth, nil).Code)
 	require.NoError(t, again.Close())
+}
+
+// The review's sequence: 50 delete requests, for traces that exist and ids
+// that do not. The requests start no mutation; the server's scheduled purge
+// starts one per table, and the rows go.
+func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
+	ctx := context.Background()
+	chCfg := chtest.Config(t)
+	cfg := NewDefaultConfig()
+	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.PurgeInterval = 2 * time.Second
+	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
+	t.Setenv(controlplane.EnvInitOrgID, "org")
+	t.Setenv(controlplane.EnvInitProjectID, "proj")
+	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-purge")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-purge-0123456")
+	srv, err := New(ctx, cfg, zap.NewNop())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Close()) }()
+	auth := apitest.Basic("pk-lf-purge", "sk-lf-0123456789abcdef-purge-0123456")
+
+	var batch []map[string]any
+	for i := range 25 {
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("e%d", i), "timestamp": "2024-05-01T12:00:00Z", "type": "trace-create",
+			"body": map[string]any{"id": fmt.Sprintf("t%d", i), "name": "doomed"}})
+	}
+	rec := apitest.Do(t, srv.Handler(), http.MethodPost, "/api/public/ingestion", auth, map[string]any{"batch": batch})
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{strings.TrimPrefix(chCfg.DSN, "clickhouse://")}})
+	require.NoError(t, err)
+	defer conn.Close()
+	count := func(query string) uint64 {
+		var n uint64
+		require.NoError(t, conn.QueryRow(ctx, query, chCfg.Database).Scan(&n))
+		return n
+	}
+	mutations := func() uint64 { return count("SELECT count() FROM system.mutations WHERE database = ?") }
+	rows := func() uint64 {
+		return count("SELECT count() FROM system.parts_columns WHERE database = ? AND table = 'observations' AND active AND column = 'id' AND rows > 0")
+	}
+	require.NotZero(t, rows())
+
+	for i := range 25 {
+		rec := apitest.Do(t, srv.Handler(), http.MethodDelete, "/api/public/traces", auth,
+			map[string]any{"traceIds": []string{fmt.Sprintf("t%d", i)}})
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		rec = apitest.Do(t, srv.Handler(), http.MethodDelete, "/api/public/traces", auth,
+			map[string]any{"traceIds": []string{fmt.Sprintf("missing-%d", i)}})
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	}
+	assert.LessOrEqual(t, mutations(), uint64(2), "requests start no mutation; at most one purge ran meanwhile")
+	require.Eventually(t, func() bool { return rows() == 0 }, 30*time.Second, 100*time.Millisecond, "the purge removes the rows")
+	assert.LessOrEqual(t, mutations(), uint64(4), "observations and trace_index, once each per purge that found work")
 }
 
 func TestNewFails(t *testing.T) {

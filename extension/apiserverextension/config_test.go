@@ -51,6 +51,7 @@ func TestLoadConfig(t *testing.T) {
 					Cluster:           "main",
 					ReplicatedEngines: true,
 					QueryTimeout:      10 * time.Second,
+					PurgeInterval:     time.Minute,
 				},
 				InitFromEnv:              true,
 				MaxRequestBodyBytes:      2097152,

@@ -155,3 +155,11 @@ func sqlLiteral(v any) (string, error) {
 	}
 	return "[" + strings.Join(items, ", ") + "]", nil
 }
+
+// Mutations counts the ALTER ... DELETE mutations started on the store's tables.
+func (s *Store) Mutations(ctx context.Context) (int, error) {
+	var n uint64
+	err := s.query(ctx, "SELECT count() FROM system.mutations WHERE database = ?",
+		[]any{s.cfg.Database}, func(r rowScanner) error { return r.Scan(&n) })
+	return int(n), err
+}

@@ -43,6 +43,10 @@ var migrations = []migration{
 			return nil
 		},
 	}},
+	{version: 4, steps: []step{
+		addColumn(deletedTracesTable, "purged", "UInt8"),
+		addColumn(deletedScoresTable, "purged", "UInt8"),
+	}},
 }
 
 // ClickHouse error codes that mean "someone else already did it".

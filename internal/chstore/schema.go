@@ -91,11 +91,12 @@ var (
 		granularity: 1024,
 		shardKey:    "cityHash64(trace_id)",
 	}
-	// deletedTraces holds tombstones: every read excludes these trace ids at once,
-	// while an asynchronous mutation removes the rows themselves.
+	// deletedTraces holds tombstones: every read excludes these trace ids at
+	// once; PurgeDeleted removes the rows later and writes the tombstone again
+	// with purged = 1.
 	deletedTracesTable = table{
 		name:        "deleted_traces",
-		columns:     "project_id String, trace_id String, deleted_at DateTime('UTC')",
+		columns:     "project_id String, trace_id String, deleted_at DateTime('UTC'), purged UInt8",
 		version:     "deleted_at",
 		orderBy:     "project_id, trace_id",
 		granularity: 8192,
@@ -143,11 +144,11 @@ var (
 	}
 	// deletedScores holds score tombstones: the version of a score that was
 	// deleted, by its event_ts. Reads leave out a score whose newest version
-	// is tombstoned, at once, while an asynchronous mutation removes the rows;
-	// writing the id again later stores a newer version, which shows.
+	// is tombstoned, at once, until PurgeDeleted removes the rows; writing the
+	// id again later stores a newer version, which shows.
 	deletedScoresTable = table{
 		name:        "deleted_scores",
-		columns:     "project_id String, id String, event_ts UInt64, deleted_at DateTime('UTC')",
+		columns:     "project_id String, id String, event_ts UInt64, deleted_at DateTime('UTC'), purged UInt8",
 		version:     "deleted_at",
 		orderBy:     "project_id, id, event_ts",
 		granularity: 8192,

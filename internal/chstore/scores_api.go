@@ -137,14 +137,12 @@ func (s *Store) visibleScores(w *where, projectID string) {
 	w.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 }
 
-// DeleteScore hides a score of the project from every read at once and
-// starts removing its stored versions in the background.
+// DeleteScore hides a score of the project from every read at once;
+// PurgeDeleted removes its stored versions later.
 //
 // The tombstone names the newest version, so the deletion is visible
-// immediately; the rows go with an asynchronous ALTER ... DELETE (18.16 has
-// no synchronous form) that reads never wait for. The mutation and the
-// tombstone stop at that version: writing the id again afterwards stores a
-// newer one, which reads show.
+// immediately. The tombstone and the purge stop at that version: writing the
+// id again afterwards stores a newer one, which reads show.
 func (s *Store) DeleteScore(ctx context.Context, projectID, id string) error {
 	sc, err := s.GetScore(ctx, projectID, id)
 	if err != nil {
@@ -154,10 +152,6 @@ func (s *Store) DeleteScore(ctx context.Context, projectID, id string) error {
 		func(int) []any { return []any{projectID, id, uint64(sc.StoredAt), time.Now().UTC()} })
 	if err != nil {
 		return fmt.Errorf("write tombstone of score %s: %w", id, err)
-	}
-	stmt := fmt.Sprintf("ALTER TABLE %s%s DELETE WHERE project_id = ? AND id = ? AND event_ts <= ?", s.ddl.local(scoresTable), s.ddl.onCluster())
-	if err := s.exec(ctx, stmt, projectID, id, uint64(sc.StoredAt)); err != nil {
-		return fmt.Errorf("start removing score %s: %w", id, err)
 	}
 	return nil
 }

@@ -113,7 +113,10 @@ func TestGetAndDeleteScore(t *testing.T) {
 	_, err = s.GetScore(ctx, "other", "s1")
 	assert.NoError(t, err, "the same id in another project stays")
 
-	// The mutation removes the stored rows; reads never depended on it.
+	// The purge removes the stored rows; reads never depended on it.
+	purged, err := s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, chstore.PurgeStats{Scores: 1, Mutations: 1}, purged)
 	require.Eventually(t, func() bool {
 		n, err := s.StoredScoreRows(ctx, "proj", "s1")
 		require.NoError(t, err)

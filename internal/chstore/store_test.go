@@ -175,12 +175,20 @@ func TestDeleteTracesHidesAtOnce(t *testing.T) {
 	_, err = s.GetTrace(ctx, "proj", gone)
 	require.ErrorIs(t, err, chstore.ErrNotFound)
 
-	// The background mutation removes the stored rows.
+	// The purge removes the stored rows, the late span included.
+	purged, err := s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, purged.Traces)
 	require.Eventually(t, func() bool {
 		n, err := s.StoredObservationRows(ctx, "proj", gone)
 		require.NoError(t, err)
-		return n <= 1 // the late span may have arrived after the mutation
+		return n == 0
 	}, 30*time.Second, 200*time.Millisecond)
+	_, err = s.GetTrace(ctx, "proj", gone)
+	require.ErrorIs(t, err, chstore.ErrNotFound, "the tombstone stays after the purge")
+	again, err := s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, chstore.PurgeStats{}, again, "a purged tombstone is not purged again")
 }
 
 func score(project, id, trace string) chstore.Score {
@@ -196,6 +204,49 @@ func traceIDs(ts []chstore.Trace) []string {
 		ids[i] = t.ID
 	}
 	return ids
+}
+
+// Delete requests cost ClickHouse no mutation each: the purge issues one
+// per table for everything pending, none for ids that match nothing, and
+// nothing when no tombstone is pending.
+func TestDeletesAreBatched(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	var stored []string
+	for i := range 50 {
+		id := fmt.Sprintf("ba7c%028x", i)
+		require.NoError(t, s.InsertObservations(ctx, traceOf("proj", id, base)))
+		stored = append(stored, id)
+	}
+	for i := range 50 {
+		require.NoError(t, s.DeleteTraces(ctx, "proj", []string{fmt.Sprintf("0000%028x", i)}))
+	}
+	mutations := func() int {
+		n, err := s.Mutations(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	assert.Zero(t, mutations(), "requests start no mutation")
+	st, err := s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, chstore.PurgeStats{Traces: 50}, st, "ids that match nothing cost nothing")
+	assert.Zero(t, mutations())
+
+	for _, id := range stored {
+		require.NoError(t, s.DeleteTraces(ctx, "proj", []string{id}))
+	}
+	st, err = s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, chstore.PurgeStats{Traces: 50, Mutations: 2}, st, "observations and trace_index, once each; no scores")
+	assert.Equal(t, 2, mutations())
+	st, err = s.PurgeDeleted(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, chstore.PurgeStats{}, st, "nothing pending")
+	require.Eventually(t, func() bool {
+		n, err := s.StoredObservationRows(ctx, "proj", stored[49])
+		require.NoError(t, err)
+		return n == 0
+	}, 30*time.Second, 200*time.Millisecond)
 }
 
 func TestProjectIsolation(t *testing.T) {
