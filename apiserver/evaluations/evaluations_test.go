@@ -246,7 +246,7 @@ func TestLLMBaseURLsFollowTheEgressPolicy(t *testing.T) {
 		assert.Contains(t, rec.Body.String(), "Invalid baseURL: ", url)
 		assert.Contains(t, rec.Body.String(), egress.LLMKey, url)
 	}
-	for _, url := range []string{"https://llm.example.com/v1", "https://203.0.113.5/v1"} {
+	for _, url := range []string{"https://llm.example.com/v1", "https://8.8.8.8/v1"} {
 		rec := put(byDefault, url)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		assert.Equal(t, url, apitest.Decode[LLMConnection](t, rec).BaseURL)

@@ -146,20 +146,21 @@ func (p Policy) checkHost(host string) error {
 }
 
 // CheckAddr refuses an address host resolved to when the policy does not
-// allow it. With an empty list (LLM connections only), public addresses
-// pass and loopback, private (RFC 1918, ULA), link-local (where metadata
-// services live) and unspecified ones do not. With a list, an address
-// literal host must be covered by an address or range entry, and a listed
-// name must not lead to a local address (loopback, unspecified or
-// link-local) that the list names neither as an address or range nor, for
-// loopback, as localhost.
+// allow it. With an empty list (LLM connections only), only public
+// addresses pass: none of IANA's special-purpose ranges (loopback, private,
+// shared CGNAT space where some clouds serve metadata, link-local,
+// NAT64/6to4/Teredo translation, documentation, benchmarking, reserved) nor
+// multicast. With a list, an address literal host must be covered by an
+// address or range entry, and a listed name must not lead to a local address
+// (loopback, unspecified or link-local) that the list names neither as an
+// address or range nor, for loopback, as localhost.
 func (p Policy) CheckAddr(host string, addr netip.Addr) error {
 	addr = addr.Unmap()
 	if slices.ContainsFunc(p.prefixes, func(pr netip.Prefix) bool { return pr.Contains(addr) }) {
 		return nil
 	}
 	if !p.listed() && p.public {
-		if addr.IsLoopback() || addr.IsPrivate() || addr.IsUnspecified() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() {
+		if !isPublic(addr) {
 			return fmt.Errorf("%w: host %q is the non-public address %s, which %s must list to allow", ErrDenied, host, addr, p.key)
 		}
 		return nil
@@ -172,6 +173,33 @@ func (p Policy) CheckAddr(host string, addr netip.Addr) error {
 		return nil
 	}
 	return fmt.Errorf("%w: host %q resolves to the local address %s, which %s does not list", ErrDenied, host, addr, p.key)
+}
+
+// specialPurpose are the ranges of IANA's IPv4 and IPv6 special-purpose
+// address registries that are not globally reachable, plus the
+// translation prefixes (NAT64, 6to4, Teredo) through which an IPv6 address
+// reaches an IPv4 one the other entries refuse.
+var specialPurpose = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+		"2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10",
+	} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+// isPublic reports whether addr is a globally reachable unicast address.
+func isPublic(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("") // a zone makes Prefix.Contains false
+	if !addr.IsValid() || addr.IsMulticast() {
+		return false
+	}
+	return !slices.ContainsFunc(specialPurpose, func(p netip.Prefix) bool { return p.Contains(addr) })
 }
 
 // checkResolved checks host, resolves it and checks every address, and

@@ -62,7 +62,7 @@ func TestCheckURL(t *testing.T) {
 func TestCheckAddr(t *testing.T) {
 	p, err := Webhooks([]string{"*.example.com", "localhost", "fd00::/8"})
 	require.NoError(t, err)
-	public, loopback := netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")
+	public, loopback := netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("127.0.0.1")
 	assert.NoError(t, p.CheckAddr("a.example.com", public))
 	assert.NoError(t, p.CheckAddr("localhost", loopback), "localhost is listed")
 	assert.NoError(t, p.CheckAddr("localhost", netip.MustParseAddr("::1")))
@@ -83,7 +83,7 @@ func TestLLMDefaultAllowsPublicAddressesOnly(t *testing.T) {
 	p, err := LLM(nil)
 	require.NoError(t, err)
 	assert.True(t, p.Enabled())
-	for _, ok := range []string{"https://api.openai.com/v1", "https://203.0.113.5/v1", "http://[2001:db8::1]:8000/"} {
+	for _, ok := range []string{"https://api.openai.com/v1", "https://8.8.8.8/v1", "http://[2606:4700:4700::1111]:8000/"} {
 		assert.NoError(t, p.CheckURL(ok), ok)
 	}
 	for _, bad := range []string{"http://127.0.0.1:8123/", "http://[::1]/", "http://169.254.169.254/latest/", "http://[fe80::1]/",
@@ -96,13 +96,68 @@ func TestLLMDefaultAllowsPublicAddressesOnly(t *testing.T) {
 	assert.ErrorContains(t, p.CheckURL("ftp://api.openai.com/"), "http(s)")
 
 	// A public name is judged by what it resolves to.
-	assert.NoError(t, p.CheckAddr("api.example.com", netip.MustParseAddr("203.0.113.5")))
+	assert.NoError(t, p.CheckAddr("api.example.com", netip.MustParseAddr("8.8.8.8")))
 	err = p.CheckAddr("api.example.com", netip.MustParseAddr("169.254.169.254"))
 	require.ErrorIs(t, err, ErrDenied)
 	assert.ErrorContains(t, err, "non-public address 169.254.169.254")
 
 	_, err = LLM([]string{"https://api.openai.com"})
 	assert.ErrorContains(t, err, LLMKey)
+}
+
+// The default LLM policy refuses every special-purpose range IANA lists as
+// not globally reachable, and the prefixes that translate to IPv4.
+func TestLLMDefaultRefusesSpecialPurposeRanges(t *testing.T) {
+	p, err := LLM(nil)
+	require.NoError(t, err)
+	for addr, what := range map[string]string{
+		"0.1.2.3":                "this network",
+		"100.64.0.1":             "shared address space (CGNAT)",
+		"100.100.100.200":        "a cloud metadata address in shared space",
+		"192.0.0.8":              "IETF protocol assignments",
+		"192.0.2.1":              "documentation",
+		"192.88.99.1":            "6to4 relay anycast",
+		"198.18.0.1":             "benchmarking",
+		"198.51.100.1":           "documentation",
+		"203.0.113.1":            "documentation",
+		"240.0.0.1":              "reserved",
+		"255.255.255.255":        "limited broadcast",
+		"224.0.0.251":            "multicast",
+		"64:ff9b::a9fe:a9fe":     "NAT64 of 169.254.169.254",
+		"64:ff9b:1::1":           "local-use NAT64",
+		"100::1":                 "discard-only",
+		"2001::1":                "Teredo",
+		"2001:2::1":              "benchmarking",
+		"2001:db8::1":            "documentation",
+		"2002:a9fe:a9fe::1":      "6to4 of 169.254.169.254",
+		"3fff::1":                "documentation",
+		"5f00::1":                "segment routing",
+		"fec0::1":                "site-local",
+		"fd00:ec2::254":          "unique local (AWS IPv6 metadata)",
+		"ff02::1":                "multicast",
+		"::ffff:100.100.100.200": "IPv4-mapped shared space",
+		"::ffff:169.254.169.254": "IPv4-mapped link-local",
+		"::":                     "unspecified",
+		"fe80::1%eth0":           "link-local with a zone",
+		"127.255.255.254":        "loopback",
+		"172.31.255.255":         "private",
+		"169.254.170.2":          "ECS task metadata",
+		"192.168.255.1":          "private",
+		"10.255.255.255":         "private",
+		"::1":                    "loopback",
+		"fc00::1":                "unique local",
+		"febf:ffff::1":           "link-local",
+		"2001:1ff:ffff::1":       "IETF protocol assignments",
+		"64:ff9b::808:808":       "NAT64 even of a public address",
+		"2002:808:808::1":        "6to4 even of a public address",
+		"0.0.0.0":                "unspecified",
+	} {
+		err := p.CheckAddr("api.example.com", netip.MustParseAddr(addr))
+		assert.ErrorIs(t, err, ErrDenied, "%s (%s)", addr, what)
+	}
+	for _, addr := range []string{"8.8.8.8", "1.1.1.1", "100.128.0.1", "198.20.0.1", "2606:4700:4700::1111", "2001:4860:4860::8888"} {
+		assert.NoError(t, p.CheckAddr("api.example.com", netip.MustParseAddr(addr)), addr)
+	}
 }
 
 // A non-empty list replaces the default: only what it names is allowed,
@@ -187,7 +242,7 @@ func TestClientConnectsOnlyWhereAllowed(t *testing.T) {
 	mixed, err := Webhooks([]string{"hooks.example.com"})
 	require.NoError(t, err)
 	mixed.lookup = func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("127.0.0.1")}, nil
+		return []netip.Addr{netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("127.0.0.1")}, nil
 	}
 	_, err = mixed.dial(context.Background(), "tcp", net.JoinHostPort("hooks.example.com", port))
 	assert.ErrorIs(t, err, ErrDenied)
@@ -218,10 +273,10 @@ func TestLLMClientChecksResolvedAddresses(t *testing.T) {
 
 	// A public answer passes the check; the dial itself is not attempted
 	// here, so the test needs no network.
-	resolveTo(&p, "203.0.113.5")
+	resolveTo(&p, "8.8.8.8")
 	addrs, err := p.checkResolved(context.Background(), "api.example.com")
 	require.NoError(t, err)
-	assert.Equal(t, []netip.Addr{netip.MustParseAddr("203.0.113.5")}, addrs)
+	assert.Equal(t, []netip.Addr{netip.MustParseAddr("8.8.8.8")}, addrs)
 
 	listed, err := LLM([]string{"127.0.0.1"})
 	require.NoError(t, err)
