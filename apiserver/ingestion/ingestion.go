@@ -35,6 +35,7 @@ type Store interface {
 	InsertObservations(ctx context.Context, obs []model.Observation) error
 	GetObservation(ctx context.Context, projectID, observationID string) (chstore.Observation, error)
 	InsertScores(ctx context.Context, scores []chstore.Score) error
+	GetScore(ctx context.Context, projectID, id string) (chstore.Score, error)
 }
 
 // ControlPlane is what ingestion needs from the control plane store: score
@@ -171,7 +172,7 @@ func (h handler) ingest(r *http.Request) (any, error) {
 		}
 	}
 	project := httpx.ProjectID(r)
-	h.ingestScores(r.Context(), project, scoreEvents, res)
+	h.ingestScores(r.Context(), project, scoresOnly, scoreEvents, res)
 	h.ingestObservations(r.Context(), project, observationEvents, res)
 	return httpx.WithStatus(http.StatusMultiStatus, res.resp), nil
 }
@@ -214,7 +215,7 @@ func parseEnvelope(raw json.RawMessage, order int, res *results) (event, bool) {
 
 // ingestScores builds every score-create event and stores the valid ones in
 // one insert.
-func (h handler) ingestScores(ctx context.Context, project string, events []event, res *results) {
+func (h handler) ingestScores(ctx context.Context, project string, publicKeyOnly bool, events []event, res *results) {
 	var (
 		batch []chstore.Score
 		ids   []string
@@ -228,6 +229,12 @@ func (h handler) ingestScores(ctx context.Context, project string, events []even
 		if body.ID == "" {
 			// A retried event then rewrites the same score.
 			body.ID = ev.id
+		}
+		if publicKeyOnly {
+			if err := scores.CheckPublicKeyScore(ctx, h.store, project, &body); err != nil {
+				h.failBuild(ev.id, err, res)
+				continue
+			}
 		}
 		sc, err := h.builder.Build(ctx, project, body, ev.timestamp, scores.IngestionSources)
 		if err != nil {

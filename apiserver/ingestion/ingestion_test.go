@@ -316,6 +316,25 @@ func TestPublicKeyAloneWritesOnlyScores(t *testing.T) {
 	_, err = f.ch.GetTrace(ctx, f.a.ProjectID, "bearer-trace")
 	assert.ErrorIs(t, err, chstore.ErrNotFound, "nothing but scores is stored")
 
+	// Existing ids and sources other than API are refused, each event on its own.
+	resp = send(t, f, f.a.ProjectAuth,
+		envelopeOf("e-eval", "score-create", "2025-05-01T10:00:00.000Z", ev{"id": "s-important", "traceId": "t1", "name": "q", "value": 0.1, "source": "EVAL"}))
+	require.Equal(t, []string{"e-eval"}, succeeded(resp))
+	resp = send(t, f, f.a.ProjectBearer,
+		envelopeOf("e-over", "score-create", "2025-05-01T10:01:00.000Z", ev{"id": "s-important", "traceId": "t1", "name": "q", "value": 0.99}),
+		envelopeOf("e-src", "score-create", "2025-05-01T10:01:00.000Z", ev{"traceId": "t1", "name": "q", "value": 1, "source": "EVAL"}),
+		envelopeOf("e-new", "score-create", "2025-05-01T10:01:00.000Z", ev{"traceId": "t1", "name": "q", "value": 1}),
+	)
+	assert.Equal(t, []string{"e-new"}, succeeded(resp))
+	assert.Equal(t, map[string]int{"e-over": 403, "e-src": 403}, failed(resp))
+	kept, err := f.ch.GetScore(ctx, f.a.ProjectID, "s-important")
+	require.NoError(t, err)
+	assert.Equal(t, 0.1, kept.Value)
+	assert.Equal(t, chstore.SourceEval, kept.Source)
+	fresh, err := f.ch.GetScore(ctx, f.a.ProjectID, "e-new")
+	require.NoError(t, err)
+	assert.Equal(t, chstore.SourceAPI, fresh.Source)
+
 	require.NoError(t, f.cp.RevokeAPIKey(ctx, f.a.OrgID, f.a.ProjectID, f.a.ProjectKeyID))
 	rec := apitest.Do(t, f.h, http.MethodPost, "/api/public/ingestion", f.a.ProjectBearer, map[string]any{"batch": []any{}})
 	assert.Equal(t, http.StatusUnauthorized, rec.Code, "a revoked key's public key is refused: %s", rec.Body.String())

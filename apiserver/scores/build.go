@@ -61,6 +61,35 @@ var (
 	IngestionSources = []string{chstore.SourceAPI, chstore.SourceEval, chstore.SourceAnnotation}
 )
 
+// ScoreLookup finds stored scores.
+type ScoreLookup interface {
+	GetScore(ctx context.Context, projectID, id string) (chstore.Score, error)
+}
+
+// CheckPublicKeyScore applies the rule of the scores scope, which a public
+// key alone grants and browsers carry: it writes API scores under ids that
+// are new, so it can neither overwrite a score nor pose as an evaluator or
+// an annotator. A retried write of its own score is refused too; the first
+// one stands.
+func CheckPublicKeyScore(ctx context.Context, scores ScoreLookup, projectID string, body *Body) error {
+	if body.Source != "" && body.Source != chstore.SourceAPI {
+		return httpx.Forbidden("Access Scope Denied: a public key alone writes scores with source API only")
+	}
+	body.Source = chstore.SourceAPI
+	if body.ID == "" {
+		return nil
+	}
+	_, err := scores.GetScore(ctx, projectID, body.ID)
+	switch {
+	case err == nil:
+		return httpx.Forbidden("Access Scope Denied: score " + body.ID + " exists; a public key alone cannot change it")
+	case errors.Is(err, chstore.ErrNotFound):
+		return nil
+	default:
+		return err
+	}
+}
+
 // Build validates a body and returns the score to store, timestamped ts. A
 // score that names a config takes the config's name and is checked against
 // its range or categories; categorical labels map to the category's value.

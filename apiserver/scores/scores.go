@@ -132,6 +132,11 @@ func (h handlers) create(r *http.Request) (any, error) {
 	if err := httpx.DecodeJSON(r, &body); err != nil {
 		return nil, err
 	}
+	if httpx.ScoresOnly(r) {
+		if err := CheckPublicKeyScore(r.Context(), h.store, httpx.ProjectID(r), &body); err != nil {
+			return nil, err
+		}
+	}
 	sc, err := h.builder.Build(r.Context(), httpx.ProjectID(r), body, h.now(), RESTSources)
 	if err != nil {
 		return nil, err

@@ -259,6 +259,23 @@ func TestPublicKeyAloneCreatesScores(t *testing.T) {
 		assert.Contains(t, rec.Body.String(), "insufficient permissions", req.target)
 	}
 
+	// It cannot overwrite a score whose id it knows, nor pose as an
+	// evaluator or an annotator: the review's forgery, refused.
+	create(t, h, a.ProjectAuth, map[string]any{"id": "s-important", "traceId": "trace-1", "name": "quality", "value": 0.1})
+	for _, forged := range []map[string]any{
+		{"id": "s-important", "traceId": "trace-1", "name": "quality", "value": 0.99, "comment": "forged"},
+		{"id": "feedback-1", "traceId": "trace-1", "name": "thumbs", "value": 0},
+		{"traceId": "trace-1", "name": "quality", "value": 1, "source": "ANNOTATION"},
+		{"traceId": "trace-1", "name": "quality", "value": 1, "source": "EVAL"},
+	} {
+		rec := apitest.Do(t, h, http.MethodPost, "/api/public/scores", a.ProjectBearer, forged)
+		status(t, rec, http.StatusForbidden)
+		assert.Contains(t, rec.Body.String(), "Access Scope Denied")
+	}
+	kept := apitest.Decode[Score](t, apitest.Do(t, h, http.MethodGet, "/api/public/v2/scores/s-important", a.ProjectAuth, nil))
+	assert.Equal(t, 0.1, kept.Value)
+	assert.Equal(t, "API", kept.Source)
+
 	require.NoError(t, cp.RevokeAPIKey(context.Background(), a.OrgID, a.ProjectID, a.ProjectKeyID))
 	rec := apitest.Do(t, h, http.MethodPost, "/api/public/scores", a.ProjectBearer,
 		map[string]any{"traceId": "trace-1", "name": "thumbs", "value": 0})
