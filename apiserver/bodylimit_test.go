@@ -64,11 +64,11 @@ func TestConfiguredBodyLimits(t *testing.T) {
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
 	t.Setenv(controlplane.EnvInitProjectName, "Proj")
 	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-init")
-	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-0123456789abcdef0")
 	srv, err := New(context.Background(), cfg, zap.NewNop())
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Close()) })
-	h, auth := srv.Handler(), apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef")
+	h, auth := srv.Handler(), apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef-0123456789abcdef0")
 
 	log := func(n int) any {
 		return map[string]any{"batch": []any{map[string]any{"id": "log", "timestamp": "2024-05-01T12:00:00Z", "type": "sdk-log",

@@ -152,15 +152,15 @@ func TestNew(t *testing.T) {
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
 	t.Setenv(controlplane.EnvInitProjectName, "Proj")
 	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-init")
-	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-0123456789abcdef0")
 
 	srv, err := New(ctx, cfg, zap.NewNop())
 	require.NoError(t, err)
-	auth := apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef")
+	auth := apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef-0123456789abcdef0")
 	rec := apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/projects", auth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), `"id":"proj"`)
-	p, err := srv.Verify(ctx, "pk-lf-init", "sk-lf-0123456789abcdef")
+	p, err := srv.Verify(ctx, "pk-lf-init", "sk-lf-0123456789abcdef-0123456789abcdef0")
 	require.NoError(t, err)
 	assert.Equal(t, "proj", p.ProjectID)
 	assert.Equal(t, http.StatusOK, apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/health", "", nil).Code)
@@ -190,11 +190,11 @@ func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
 	t.Setenv(controlplane.EnvInitOrgID, "org")
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
 	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-purge")
-	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-purge-0123456")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-purge-0123456-012")
 	srv, err := New(ctx, cfg, zap.NewNop())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, srv.Close()) }()
-	auth := apitest.Basic("pk-lf-purge", "sk-lf-0123456789abcdef-purge-0123456")
+	auth := apitest.Basic("pk-lf-purge", "sk-lf-0123456789abcdef-purge-0123456-012")
 
 	var batch []map[string]any
 	for i := range 25 {

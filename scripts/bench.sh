@@ -35,7 +35,7 @@ ch_dsn=$(./scripts/clickhouse.sh start "$work/clickhouse" "$ch_tcp" "$ch_http" |
 go build -o "$work/loadgen" ./test/loadgen
 
 pk=pk-lf-bench-0123456789abcdef
-sk=sk-lf-bench-0123456789abcdef
+sk=sk-lf-bench-0123456789abcdef-0123456789a
 port=$(free_port)
 export GLASSBOX_LISTEN=127.0.0.1:$port
 export GLASSBOX_HEALTH_LISTEN=127.0.0.1:$(free_port)

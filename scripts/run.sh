@@ -24,14 +24,18 @@ if [ -z "${GLASSBOX_INIT_PUBLIC_KEY:-}" ] || [ -z "${GLASSBOX_INIT_SECRET_KEY:-}
   fi
   set -a; . "$data/init.env"; set +a
 fi
-# The key that encrypts LLM connection secrets at rest: generated once and kept.
-if [ -z "${GLASSBOX_ENCRYPTION_KEY:-}" ]; then
-  if [ ! -f "$data/encryption.key" ]; then
-    (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$data/encryption.key")
+# The keys that encrypt LLM connection secrets and key the API key hashes at
+# rest: generated once and kept, outside the database.
+server_key() { # VAR FILE
+  if [ -z "${!1:-}" ]; then
+    if [ ! -f "$data/$2" ]; then
+      (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$data/$2")
+    fi
+    export "$1=$(cat "$data/$2")"
   fi
-  GLASSBOX_ENCRYPTION_KEY=$(cat "$data/encryption.key")
-  export GLASSBOX_ENCRYPTION_KEY
-fi
+}
+server_key GLASSBOX_ENCRYPTION_KEY encryption.key
+server_key GLASSBOX_HASH_KEY hash.key
 # The first owner, who signs in to the UI: the password is generated once
 # and kept, unless GLASSBOX_INIT_USER_PASSWORD is set.
 export GLASSBOX_INIT_USER_EMAIL=${GLASSBOX_INIT_USER_EMAIL:-admin@glassbox.local}

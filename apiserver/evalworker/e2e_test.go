@@ -38,7 +38,7 @@ import (
 
 const (
 	publicKey = "pk-lf-evaluation"
-	secretKey = "sk-lf-evaluation-0123456789"
+	secretKey = "sk-lf-evaluation-0123456789-0123456789ab"
 )
 
 type host struct {

@@ -110,7 +110,7 @@ func TestAPIKeys(t *testing.T) {
 	require.Len(t, list.APIKeys, 2)
 	assert.Equal(t, "ci", list.APIKeys[1].Note)
 
-	chosen := map[string]any{"publicKey": "pk-lf-chosen", "secretKey": "sk-lf-0123456789abcdef"}
+	chosen := map[string]any{"publicKey": "pk-lf-chosen", "secretKey": "sk-lf-0123456789abcdef-0123456789abcdef0"}
 	status(t, apitest.Do(t, h, http.MethodPost, keysPath, a.OrgAuth, chosen), http.StatusCreated)
 	status(t, apitest.Do(t, h, http.MethodPost, keysPath, a.OrgAuth, chosen), http.StatusConflict)
 	status(t, apitest.Do(t, h, http.MethodPost, keysPath, a.OrgAuth, map[string]any{"publicKey": "pk-lf-half"}), http.StatusBadRequest)

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -17,13 +20,40 @@ import (
 // flags, then runs against the opened store and returns what to print.
 type adminCommand struct {
 	usage string
-	flags func(fs *flag.FlagSet) func(ctx context.Context, s *controlplane.Store) (any, error)
+	flags func(fs *flag.FlagSet, in adminInput) func(ctx context.Context, s *controlplane.Store) (any, error)
+}
+
+// adminInput is where secrets come from: standard input or the environment,
+// never the command line, which other users see in ps and shells keep in
+// their history.
+type adminInput struct {
+	stdin  io.Reader
+	getenv func(string) string
+}
+
+// SecretKeyEnv names the variable a chosen secret key may come from.
+const SecretKeyEnv = "GLASSBOX_ADMIN_SECRET_KEY"
+
+// secretKey reads a chosen secret: the first line of standard input when
+// fromStdin, else SecretKeyEnv; empty means generate one.
+func (in adminInput) secretKey(fromStdin bool) (string, error) {
+	if !fromStdin {
+		return in.getenv(SecretKeyEnv), nil
+	}
+	line, err := bufio.NewReader(io.LimitReader(in.stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the secret key from standard input: %w", err)
+	}
+	if line = strings.TrimSpace(line); line == "" {
+		return "", errors.New("--secret-key-stdin: standard input holds no secret key")
+	}
+	return line, nil
 }
 
 var adminCommands = map[string]adminCommand{
 	"create-org": {
 		usage: "--name NAME [--id ID]",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
 			id := fs.String("id", "", "organization id (generated when empty)")
 			name := fs.String("name", "", "organization name")
 			return func(ctx context.Context, s *controlplane.Store) (any, error) {
@@ -37,7 +67,7 @@ var adminCommands = map[string]adminCommand{
 	},
 	"create-project": {
 		usage: "--org ORG --name NAME [--id ID] [--retention-days N]",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
 			org := fs.String("org", "", "organization id")
 			id := fs.String("id", "", "project id (generated when empty)")
 			name := fs.String("name", "", "project name")
@@ -52,20 +82,20 @@ var adminCommands = map[string]adminCommand{
 		},
 	},
 	"create-project-key": {
-		usage: "--org ORG --project PROJECT [--note NOTE] [--public-key PK --secret-key SK]",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
-			return createKey(fs, true)
+		usage: "--org ORG --project PROJECT [--note NOTE] [--public-key PK --secret-key-stdin]",
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
+			return createKey(fs, in, true)
 		},
 	},
 	"create-org-key": {
-		usage: "--org ORG [--note NOTE] [--public-key PK --secret-key SK]",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
-			return createKey(fs, false)
+		usage: "--org ORG [--note NOTE] [--public-key PK --secret-key-stdin]",
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
+			return createKey(fs, in, false)
 		},
 	},
 	"list": {
 		usage: "[--org ORG]",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
 			org := fs.String("org", "", "organization id (every organization when empty)")
 			return func(ctx context.Context, s *controlplane.Store) (any, error) {
 				if *org == "" {
@@ -81,7 +111,7 @@ var adminCommands = map[string]adminCommand{
 	},
 	"revoke": {
 		usage: "--org ORG [--project PROJECT] --key KEY_ID",
-		flags: func(fs *flag.FlagSet) func(context.Context, *controlplane.Store) (any, error) {
+		flags: func(fs *flag.FlagSet, in adminInput) func(context.Context, *controlplane.Store) (any, error) {
 			org := fs.String("org", "", "organization id")
 			project := fs.String("project", "", "project id; empty for an organization key")
 			key := fs.String("key", "", "API key id (see list)")
@@ -95,7 +125,7 @@ var adminCommands = map[string]adminCommand{
 	},
 }
 
-func createKey(fs *flag.FlagSet, forProject bool) func(context.Context, *controlplane.Store) (any, error) {
+func createKey(fs *flag.FlagSet, in adminInput, forProject bool) func(context.Context, *controlplane.Store) (any, error) {
 	org := fs.String("org", "", "organization id")
 	project := new(string)
 	if forProject {
@@ -103,12 +133,17 @@ func createKey(fs *flag.FlagSet, forProject bool) func(context.Context, *control
 	}
 	note := fs.String("note", "", "note shown in key lists")
 	public := fs.String("public-key", "", "chosen public key pk-lf-... (generated when empty)")
-	secret := fs.String("secret-key", "", "chosen secret key sk-lf-... (generated when empty)")
+	fromStdin := fs.Bool("secret-key-stdin", false, "read the chosen secret key sk-lf-... from standard input (else from "+
+		SecretKeyEnv+"; generated when neither holds one)")
 	return func(ctx context.Context, s *controlplane.Store) (any, error) {
 		if forProject && *project == "" {
 			return nil, errors.New("--project is required")
 		}
-		k, sk, err := s.CreateAPIKey(ctx, *org, *project, controlplane.NewAPIKey{Note: *note, PublicKey: *public, SecretKey: *secret})
+		secret, err := in.secretKey(*fromStdin)
+		if err != nil {
+			return nil, err
+		}
+		k, sk, err := s.CreateAPIKey(ctx, *org, *project, controlplane.NewAPIKey{Note: *note, PublicKey: *public, SecretKey: secret})
 		if err != nil {
 			return nil, err
 		}
@@ -213,6 +248,8 @@ func listOrganization(ctx context.Context, s *controlplane.Store, org controlpla
 
 func adminUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: glassbox-api admin [--config FILE] [--dsn DSN] COMMAND [flags]")
+	fmt.Fprintf(w, "secrets come from the environment or standard input: %s (a DSN with a password), %s or --secret-key-stdin\n",
+		DSNEnv, SecretKeyEnv)
 	fmt.Fprintln(w, "commands:")
 	names := make([]string, 0, len(adminCommands))
 	for name := range adminCommands {
@@ -224,13 +261,17 @@ func adminUsage(w io.Writer) {
 	}
 }
 
+// DSNEnv names the variable a control plane DSN with a password may come from.
+const DSNEnv = "GLASSBOX_CONTROL_PLANE_DSN"
+
 // admin runs one management command against the control plane store named
-// by --dsn, else by the configuration file, and prints its result as JSON.
-func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// by --dsn, else by DSNEnv, else by the configuration file, and prints its
+// result as JSON.
+func admin(ctx context.Context, args []string, in adminInput, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("glassbox-api admin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML configuration file whose control_plane.dsn to use")
-	dsn := fs.String("dsn", "", "control plane DSN (overrides the configuration file)")
+	dsn := fs.String("dsn", "", "control plane DSN without a password (overrides the configuration file and "+DSNEnv+")")
 	fs.Usage = func() {
 		adminUsage(stderr)
 		fs.PrintDefaults()
@@ -248,12 +289,20 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	sub := flag.NewFlagSet("glassbox-api admin "+fs.Arg(0), flag.ContinueOnError)
 	sub.SetOutput(stderr)
-	exec := cmd.flags(sub)
+	exec := cmd.flags(sub, in)
 	if err := sub.Parse(fs.Args()[1:]); err != nil {
 		return err
 	}
 	if sub.NArg() > 0 {
 		return fmt.Errorf("admin %s: unexpected argument %q", fs.Arg(0), sub.Arg(0))
+	}
+	if u, err := url.Parse(*dsn); err == nil && u.User != nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			return fmt.Errorf("admin: --dsn holds a password, which others can read from the command line; pass it in %s or the configuration file", DSNEnv)
+		}
+	}
+	if *dsn == "" {
+		*dsn = in.getenv(DSNEnv)
 	}
 	if *dsn == "" {
 		cfg, err := loadConfig(*configPath)

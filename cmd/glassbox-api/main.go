@@ -28,7 +28,7 @@ const shutdownTimeout = 15 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], adminInput{stdin: os.Stdin, getenv: os.Getenv}, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -38,9 +38,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, in adminInput, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "admin" {
-		return admin(ctx, args[1:], stdout, stderr)
+		return admin(ctx, args[1:], in, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]

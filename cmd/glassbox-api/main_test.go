@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +17,19 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
+// noInput is an admin run with empty standard input and environment.
+var noInput = adminInput{stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
+
 // adminRun runs one admin command and decodes its JSON output.
 func adminRun(t *testing.T, dsn string, args ...string) (map[string]any, error) {
 	t.Helper()
+	return adminRunWith(t, noInput, append([]string{"--dsn", dsn}, args...)...)
+}
+
+func adminRunWith(t *testing.T, in adminInput, args ...string) (map[string]any, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), append([]string{"admin", "--dsn", dsn}, args...), &stdout, &stderr)
+	err := run(context.Background(), append([]string{"admin"}, args...), in, &stdout, &stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +54,26 @@ func TestAdmin(t *testing.T) {
 	assert.Regexp(t, `^sk-lf-`, key["secretKey"], "the secret is shown once, at creation")
 	assert.Equal(t, "project", key["scope"])
 
-	orgKey, err := adminRun(t, dsn, "create-org-key", "--org", "acme", "--public-key", "pk-lf-admin", "--secret-key", "sk-lf-0123456789abcdef")
+	// Chosen secrets come from standard input or the environment, never argv.
+	const chosen = "sk-lf-0123456789abcdef-0123456789abcdef0"
+	_, err = adminRun(t, dsn, "create-org-key", "--org", "acme", "--public-key", "pk-lf-admin", "--secret-key", chosen)
+	assert.ErrorContains(t, err, "flag provided but not defined: -secret-key")
+	orgKey, err := adminRunWith(t, adminInput{stdin: strings.NewReader(chosen + "\n"), getenv: noInput.getenv},
+		"--dsn", dsn, "create-org-key", "--org", "acme", "--public-key", "pk-lf-admin", "--secret-key-stdin")
 	require.NoError(t, err)
 	assert.Equal(t, "pk-lf-admin", orgKey["publicKey"])
+	assert.Equal(t, chosen, orgKey["secretKey"])
 	assert.Equal(t, "organization", orgKey["scope"])
+	fromEnv, err := adminRunWith(t, adminInput{stdin: strings.NewReader(""), getenv: func(k string) string {
+		return map[string]string{SecretKeyEnv: chosen + "-env", DSNEnv: dsn}[k]
+	}}, "create-org-key", "--org", "acme", "--public-key", "pk-lf-admin-env")
+	require.NoError(t, err, "the DSN and the secret from the environment")
+	assert.Equal(t, chosen+"-env", fromEnv["secretKey"])
+	_, err = adminRunWith(t, noInput, "--dsn", dsn, "create-org-key", "--org", "acme", "--secret-key-stdin")
+	assert.ErrorContains(t, err, "standard input holds no secret key")
+	_, err = adminRun(t, "postgres://glassbox:hunter2@127.0.0.1:1/gb", "list")
+	require.ErrorContains(t, err, DSNEnv)
+	assert.NotContains(t, err.Error(), "hunter2")
 
 	listing, err := adminRun(t, dsn, "list", "--org", "acme")
 	require.NoError(t, err)
@@ -59,7 +84,7 @@ func TestAdmin(t *testing.T) {
 	keys := projects[0].(map[string]any)["apiKeys"].([]any)
 	require.Len(t, keys, 1)
 	assert.Equal(t, key["id"], keys[0].(map[string]any)["id"])
-	require.Len(t, listing["apiKeys"], 1)
+	require.Len(t, listing["apiKeys"], 2, "the organization keys from stdin and from the environment")
 
 	_, err = adminRun(t, dsn, "revoke", "--org", "acme", "--project", "web", "--key", key["id"].(string))
 	require.NoError(t, err)
@@ -137,7 +162,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stdout, stderr bytes.Buffer
-	go func() { done <- run(ctx, []string{"--config", "testdata/config.yaml"}, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"--config", "testdata/config.yaml"}, noInput, &stdout, &stderr) }()
 
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/api/public/health")
@@ -158,6 +183,6 @@ func TestServe(t *testing.T) {
 
 func TestServeArguments(t *testing.T) {
 	var out bytes.Buffer
-	assert.ErrorContains(t, run(context.Background(), []string{"serve", "extra"}, &out, &out), "unexpected argument")
-	assert.ErrorContains(t, run(context.Background(), []string{"--config", "testdata/invalid.yaml"}, &out, &out), "listen")
+	assert.ErrorContains(t, run(context.Background(), []string{"serve", "extra"}, noInput, &out, &out), "unexpected argument")
+	assert.ErrorContains(t, run(context.Background(), []string{"--config", "testdata/invalid.yaml"}, noInput, &out, &out), "listen")
 }

@@ -29,7 +29,7 @@ import (
 
 const (
 	publicKey = "pk-lf-extension"
-	secretKey = "sk-lf-0123456789abcdef"
+	secretKey = "sk-lf-0123456789abcdef-0123456789abcdef0"
 )
 
 // testConfig points at a fresh ClickHouse database and SQLite file, with

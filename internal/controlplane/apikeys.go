@@ -16,9 +16,9 @@ import (
 const (
 	publicKeyPrefix = "pk-lf-"
 	secretKeyPrefix = "sk-lf-"
-	// minSecretEntropyChars keeps caller-chosen secrets long enough that the
-	// unsalted hash of apikey.HashSecret cannot be guessed.
-	minSecretEntropyChars = 16
+	// minSecretEntropyChars keeps caller-chosen secrets long enough that
+	// their hashes cannot be guessed, with or without the pepper.
+	minSecretEntropyChars = 32
 	// touchInterval bounds how often last_used_at is written per key.
 	touchInterval = time.Minute
 )
@@ -76,7 +76,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, orgID, projectID string, k New
 	if _, err := s.conn().exec(ctx, `INSERT INTO api_keys
 		(id, public_key, secret_hash, display_secret, note, scope, org_id, project_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		key.ID, key.PublicKey, apikey.HashSecret(secret), key.DisplaySecret, key.Note, string(key.Scope),
+		key.ID, key.PublicKey, s.hasher.Hash(secret), key.DisplaySecret, key.Note, string(key.Scope),
 		orgID, project, key.CreatedAt.UnixMicro()); err != nil {
 		return APIKey{}, "", fmt.Errorf("create api key: %w", classify(err))
 	}
@@ -142,10 +142,6 @@ func (s *Store) RevokeAPIKey(ctx context.Context, orgID, projectID, keyID string
 	return requireOne(res, "api key "+keyID)
 }
 
-// dummySecretHash is compared against when the public key is unknown, so
-// that both failures cost the same.
-var dummySecretHash = apikey.HashSecret(secretKeyPrefix + "00000000-0000-0000-0000-000000000000")
-
 // Verify implements apikey.Verifier. Any mismatch, unknown key or revoked key
 // yields apikey.ErrInvalidCredentials without detail; database failures are
 // returned as they are so callers can answer 503 rather than 401.
@@ -159,13 +155,13 @@ func (s *Store) Verify(ctx context.Context, publicKey, secretKey string) (apikey
 		FROM api_keys WHERE public_key = ?`, publicKey).
 		Scan(&id, &hash, &scope, &org, &project, &lastUsed, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
-		apikey.SecretMatches(secretKey, dummySecretHash)
+		s.hasher.Matches(secretKey, s.dummyHash) // both failures cost the same
 		return apikey.Principal{}, apikey.ErrInvalidCredentials
 	}
 	if err != nil {
 		return apikey.Principal{}, fmt.Errorf("verify api key: %w", err)
 	}
-	if !apikey.SecretMatches(secretKey, hash) || revoked.Valid {
+	if !s.hasher.Matches(secretKey, hash) || revoked.Valid {
 		return apikey.Principal{}, apikey.ErrInvalidCredentials
 	}
 	s.touch(ctx, id, publicKey, lastUsed)
@@ -196,4 +192,42 @@ func (s *Store) touch(ctx context.Context, id, publicKey string, lastUsed sql.Nu
 	_, _ = s.conn().exec(ctx, `UPDATE api_keys SET last_used_at = ?
 		WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
 		now.UnixMicro(), id, now.Add(-touchInterval).UnixMicro())
+}
+
+// pepperSecretHashes keys the secret hashes stored without a pepper once
+// one is configured, and refuses to go on without the pepper that hashes
+// were keyed with: no key would verify.
+func (s *Store) pepperSecretHashes(ctx context.Context) error {
+	return s.inTx(ctx, func(c conn) error {
+		rows, err := c.query(ctx, `SELECT id, secret_hash FROM api_keys`)
+		if err != nil {
+			return fmt.Errorf("read api key hashes: %w", err)
+		}
+		type upgrade struct{ id, from, to string }
+		var upgrades []upgrade
+		peppered := 0
+		for rows.Next() {
+			var id, hash string
+			if err := rows.Scan(&id, &hash); err != nil {
+				return errors.Join(fmt.Errorf("read api key hashes: %w", err), rows.Close())
+			}
+			if apikey.IsPeppered(hash) {
+				peppered++
+			} else if keyed, ok := s.hasher.Upgrade(hash); ok {
+				upgrades = append(upgrades, upgrade{id, hash, keyed})
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("read api key hashes: %w", err)
+		}
+		if peppered > 0 && !s.hasher.Peppered() {
+			return fmt.Errorf("%w: %d api key hashes are keyed with %s, which is not set; set it as before", ErrInvalid, peppered, apikey.HashKeyEnv)
+		}
+		for _, u := range upgrades {
+			if _, err := c.exec(ctx, `UPDATE api_keys SET secret_hash = ? WHERE id = ? AND secret_hash = ?`, u.to, u.id, u.from); err != nil {
+				return fmt.Errorf("key the hash of api key %s: %w", u.id, err)
+			}
+		}
+		return nil
+	})
 }

@@ -116,7 +116,7 @@ func TestChosenKeyPair(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		pa, pb := twoOrgs(t, s)
-		pk, sk := "pk-lf-chosen", "sk-lf-0123456789abcdef"
+		pk, sk := "pk-lf-chosen", "sk-lf-0123456789abcdef-0123456789abcdef0"
 		key, secret, err := s.CreateAPIKey(ctx, "a", pa.ID, NewAPIKey{PublicKey: pk, SecretKey: sk})
 		require.NoError(t, err)
 		assert.Equal(t, pk, key.PublicKey)
@@ -124,7 +124,7 @@ func TestChosenKeyPair(t *testing.T) {
 		_, err = s.Verify(ctx, pk, sk)
 		require.NoError(t, err)
 
-		_, _, err = s.CreateAPIKey(ctx, "b", pb.ID, NewAPIKey{PublicKey: pk, SecretKey: "sk-lf-fedcba9876543210"})
+		_, _, err = s.CreateAPIKey(ctx, "b", pb.ID, NewAPIKey{PublicKey: pk, SecretKey: "sk-lf-fedcba9876543210-0123456789abcdef0"})
 		assert.ErrorIs(t, err, ErrConflict, "public keys are globally unique")
 
 		for _, bad := range []NewAPIKey{
@@ -132,13 +132,60 @@ func TestChosenKeyPair(t *testing.T) {
 			{SecretKey: sk},
 			{PublicKey: "pk-x", SecretKey: sk},
 			{PublicKey: "pk-lf-x", SecretKey: "sk-lf-short"},
+			{PublicKey: "pk-lf-x", SecretKey: "sk-lf-" + strings.Repeat("x", 31)}, // one character short
 			{PublicKey: "pk-lf-x", SecretKey: "xx-lf-0123456789abcdef"},
-			{PublicKey: "pk-lf-x", SecretKey: "sk-lf-0123456789:abcdef"},
+			{PublicKey: "pk-lf-x", SecretKey: "sk-lf-0123456789-0123456789abcdef0123456:abcdef"},
 			{PublicKey: "pk-lf-a b", SecretKey: sk},
 		} {
 			_, _, err = s.CreateAPIKey(ctx, "a", pa.ID, bad)
 			assert.ErrorIs(t, err, ErrInvalid, "%+v", bad)
 		}
+	})
+}
+
+// With GLASSBOX_HASH_KEY set, secret hashes are keyed with it: hashes stored
+// before are keyed at start, keys keep verifying, the same secret hashes
+// differently under another pepper, and a store whose hashes are keyed does
+// not open without the pepper.
+func TestSecretHashesArePeppered(t *testing.T) {
+	forEachDSN(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		const secret = "sk-lf-0123456789abcdef-0123456789abcdef0"
+		s, err := Open(ctx, dsn)
+		require.NoError(t, err)
+		pa, _ := twoOrgs(t, s)
+		before, _, err := s.CreateAPIKey(ctx, "a", pa.ID, NewAPIKey{PublicKey: "pk-lf-before", SecretKey: secret})
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		hashOf := func(s *Store, public string) string {
+			var h string
+			require.NoError(t, s.conn().queryRow(ctx, `SELECT secret_hash FROM api_keys WHERE public_key = ?`, public).Scan(&h))
+			return h
+		}
+
+		t.Setenv(apikey.HashKeyEnv, strings.Repeat("ab", 32))
+		s = openStore(t, dsn)
+		assert.True(t, apikey.IsPeppered(hashOf(s, before.PublicKey)), "keyed at start")
+		assert.NotEqual(t, apikey.HashSecret(secret), strings.TrimPrefix(hashOf(s, before.PublicKey), "hmac-sha256:"))
+		_, err = s.Verify(ctx, before.PublicKey, secret)
+		require.NoError(t, err, "a key stored before the pepper still verifies")
+		_, err = s.Verify(ctx, before.PublicKey, secret+"x")
+		assert.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+		after, _, err := s.CreateAPIKey(ctx, "a", pa.ID, NewAPIKey{PublicKey: "pk-lf-after", SecretKey: secret})
+		require.NoError(t, err)
+		assert.Equal(t, hashOf(s, before.PublicKey), hashOf(s, after.PublicKey))
+		other := apikey.NewHasher([]byte(strings.Repeat("c", 32)))
+		assert.NotEqual(t, other.Hash(secret), hashOf(s, after.PublicKey), "another deployment's pepper")
+		_, err = s.Verify(ctx, after.PublicKey, secret)
+		require.NoError(t, err)
+
+		t.Setenv(apikey.HashKeyEnv, "")
+		_, err = Open(ctx, dsn)
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.ErrorContains(t, err, apikey.HashKeyEnv)
+		t.Setenv(apikey.HashKeyEnv, "not-a-key")
+		_, err = Open(ctx, dsn)
+		assert.ErrorContains(t, err, apikey.HashKeyEnv)
 	})
 }
 

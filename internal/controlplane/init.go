@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
 // Environment variables read by InitFromEnv.
@@ -145,7 +143,7 @@ func (s *Store) initAPIKey(ctx context.Context, spec initSpec) error {
 			return false, nil
 		case err != nil:
 			return false, fmt.Errorf("look up key %q: %w", spec.publicKey, err)
-		case !apikey.SecretMatches(spec.secretKey, hash):
+		case !s.hasher.Matches(spec.secretKey, hash):
 			return true, fmt.Errorf("%w: key %q exists with a different secret", ErrConflict, spec.publicKey)
 		case org != spec.orgID || project.String != spec.projectID:
 			return true, fmt.Errorf("%w: key %q belongs to another project", ErrConflict, spec.publicKey)

@@ -18,7 +18,7 @@ func initEnv(overrides map[string]string) func(string) string {
 		EnvInitProjectID:    "proj-init",
 		EnvInitProjectName:  "Init Project",
 		EnvInitPublicKey:    "pk-lf-init",
-		EnvInitSecretKey:    "sk-lf-init-0123456789abcdef",
+		EnvInitSecretKey:    "sk-lf-init-0123456789abcdef-0123456789ab",
 		EnvInitUserEmail:    "Owner@Example.com",
 		EnvInitUserName:     "Owner",
 		EnvInitUserPassword: "owner password",
@@ -44,7 +44,7 @@ func TestInitFromEnv(t *testing.T) {
 		s := openStore(t, dsn)
 		require.NoError(t, s.InitFromEnv(ctx, initEnv(nil)))
 
-		p, err := s.Verify(ctx, "pk-lf-init", "sk-lf-init-0123456789abcdef")
+		p, err := s.Verify(ctx, "pk-lf-init", "sk-lf-init-0123456789abcdef-0123456789ab")
 		require.NoError(t, err)
 		assert.Equal(t, apikey.Principal{PublicKey: "pk-lf-init", ProjectID: "proj-init", OrganizationID: "org-init",
 			Scope: apikey.ScopeProject}, p)
@@ -108,7 +108,7 @@ func TestInitFromEnvRejectsContradictions(t *testing.T) {
 			overrides map[string]string
 			want      string
 		}{
-			{map[string]string{EnvInitSecretKey: "sk-lf-another-0123456789abcdef"}, "different secret"},
+			{map[string]string{EnvInitSecretKey: "sk-lf-another-0123456789abcdef-012345678"}, "different secret"},
 			{map[string]string{EnvInitProjectID: "proj-2", EnvInitProjectName: "Second"}, "belongs to another project"},
 			{map[string]string{EnvInitOrgID: "other"}, "belongs to another organization"},
 			{map[string]string{EnvInitProjectID: "proj-3", EnvInitPublicKey: "pk-lf-3"}, "create project"},
@@ -117,7 +117,7 @@ func TestInitFromEnvRejectsContradictions(t *testing.T) {
 			assert.ErrorIs(t, err, ErrConflict, tc.want)
 			assert.ErrorContains(t, err, tc.want)
 		}
-		_, err = s.Verify(ctx, "pk-lf-init", "sk-lf-init-0123456789abcdef")
+		_, err = s.Verify(ctx, "pk-lf-init", "sk-lf-init-0123456789abcdef-0123456789ab")
 		assert.NoError(t, err, "the existing key is untouched")
 
 		require.NoError(t, s.RevokeAPIKey(ctx, "org-init", "proj-init", onlyKeyID(t, s)))

@@ -94,6 +94,8 @@ func TestProjectCRUD(t *testing.T) {
 			{Name: "m", Metadata: json.RawMessage(`{`)},
 			{Name: "r", RetentionDays: -1},
 			{ID: "a b", Name: "id"},
+			{ID: ".", Name: "dot"},
+			{ID: "..", Name: "parent"}, // media of such a project landed beside the database
 		} {
 			_, err = s.CreateProject(ctx, "a", bad)
 			assert.ErrorIs(t, err, ErrInvalid, "%+v", bad)

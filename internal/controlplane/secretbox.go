@@ -5,10 +5,11 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
 // EncryptionKeyEnv names the variable holding the key that seals secrets at
@@ -52,13 +53,9 @@ func SecretBoxFromEnv(getenv func(string) string) (*SecretBox, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	key, err := hex.DecodeString(raw)
-	if err != nil || len(key) != 32 {
-		key, err = base64.StdEncoding.DecodeString(raw)
-	}
-	if err != nil || len(key) != 32 {
-		return nil, fmt.Errorf("%w: %s must hold 32 bytes as 64 hex digits or in base64 (e.g. openssl rand -hex 32)",
-			ErrInvalid, EncryptionKeyEnv)
+	key, err := apikey.DecodeKey(EncryptionKeyEnv, raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return NewSecretBox(key)
 }

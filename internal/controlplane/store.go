@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
 var (
@@ -46,6 +49,9 @@ type Store struct {
 	now      func() time.Time
 
 	promptLimits PromptLimits
+	// hasher stores API key secrets, keyed with apikey.HashKeyEnv when set.
+	hasher    apikey.Hasher
+	dummyHash string // compared against for unknown public keys
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // public key -> when this process last wrote last_used_at
@@ -60,24 +66,47 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	if !postgres {
-		// A fresh install has no data directory yet.
-		dir := filepath.Dir(strings.TrimPrefix(strings.SplitN(source, "?", 2)[0], "file:"))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := ownerOnlyFile(strings.TrimPrefix(strings.SplitN(source, "?", 2)[0], "file:")); err != nil {
 			return nil, fmt.Errorf("open control plane: %w", err)
 		}
+	}
+	// Every process that opens the store hashes secrets the same way: the
+	// servers, the admin CLI and headless initialisation.
+	hasher, err := apikey.HasherFromEnv(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	db, err := sql.Open(driver, source)
 	if err != nil {
 		return nil, fmt.Errorf("open control plane: %w", err)
 	}
-	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: DefaultPromptLimits(), touched: map[string]time.Time{}}
+	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: DefaultPromptLimits(), touched: map[string]time.Time{},
+		hasher: hasher, dummyHash: hasher.Hash(secretKeyPrefix + "00000000-0000-0000-0000-000000000000")}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("connect control plane: %w", err), db.Close())
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
+	if err := s.pepperSecretHashes(ctx); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
 	return s, nil
+}
+
+// ownerOnlyFile creates the SQLite file, and its directory on a fresh
+// install, readable by the owner alone: it holds key hashes, sessions and
+// the media signing key, and the driver would create it with the umask's
+// mode (often 0644). SQLite gives its -wal and -shm files the same mode.
+func ownerOnlyFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Chmod(0o600), f.Close())
 }
 
 // Ping checks that the database answers.
@@ -98,7 +127,7 @@ func parseDSN(dsn string) (driver, source string, postgres bool, err error) {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		return "pgx", dsn, true, nil
 	case strings.Contains(dsn, "://") && !strings.HasPrefix(dsn, "sqlite://"):
-		return "", "", false, fmt.Errorf("%w: control plane dsn: unsupported scheme in %q", ErrInvalid, dsn)
+		return "", "", false, fmt.Errorf("%w: control plane dsn: unsupported scheme in %q (expected postgres:// or sqlite://)", ErrInvalid, redactDSN(dsn))
 	}
 	path := strings.TrimPrefix(dsn, "sqlite://")
 	if path == "" {
@@ -112,6 +141,17 @@ func parseDSN(dsn string) (driver, source string, postgres bool, err error) {
 		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite options are fixed, remove %q", ErrInvalid, path[strings.Index(path, "?"):])
 	}
 	return "sqlite", path + "?" + sqliteParams, false, nil
+}
+
+// redactDSN hides the password of a URL-form DSN, for errors and logs.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// Unparseable: show the scheme at most.
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return scheme + "://…"
+	}
+	return u.Redacted()
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -246,15 +286,15 @@ func fromNullMicros(v sql.NullInt64) time.Time {
 }
 
 // validID accepts caller-chosen ids: 1 to 128 characters from a set that is
-// safe in URLs, headers and log lines.
+// safe in URLs, headers, log lines and file names, starting with a letter or
+// a digit, so that no id is "." or ".." or a hidden file.
 func validID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
 	}
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
+	for i, r := range id {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || r != '-' && r != '_' && r != '.') {
 			return false
 		}
 	}
@@ -263,7 +303,8 @@ func validID(id string) bool {
 
 func checkID(kind, id string) error {
 	if !validID(id) {
-		return fmt.Errorf("%w: %s id %q must be 1-128 characters of letters, digits, '-', '_' or '.'", ErrInvalid, kind, id)
+		return fmt.Errorf("%w: %s id %q must be 1-128 characters of letters, digits, '-', '_' or '.', starting with a letter or digit",
+			ErrInvalid, kind, id)
 	}
 	return nil
 }

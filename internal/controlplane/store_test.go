@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -91,10 +92,40 @@ func TestRebind(t *testing.T) {
 	assert.Equal(t, q, rebind(q, false))
 }
 
+// The SQLite file is the owner's alone, also in a directory that already
+// exists and when an earlier release created it with the umask's mode.
+func TestSQLiteFileIsOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cp.db")
+	s := openStore(t, "sqlite://"+path)
+	_, err := s.CreateOrganization(context.Background(), "org", "Org")
+	require.NoError(t, err)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	old := filepath.Join(dir, "old.db")
+	require.NoError(t, os.WriteFile(old, nil, 0o644))
+	openStore(t, "sqlite://"+old)
+	info, err = os.Stat(old)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+// A DSN is never echoed with its password.
+func TestDSNPasswordIsNotEchoed(t *testing.T) {
+	for _, dsn := range []string{"mysql://glassbox:hunter2-secret@db:3306/gb", "mysql://glassbox:hunter2-secret@db:3306/gb%zz"} {
+		_, err := Open(context.Background(), dsn)
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.NotContains(t, err.Error(), "hunter2-secret")
+		assert.Contains(t, err.Error(), "mysql://")
+	}
+}
+
 func TestValidID(t *testing.T) {
 	assert.True(t, validID("proj-1_a.b"))
 	assert.True(t, validID("pk-lf-0b6c0b1e-3e5f-4d3c-9f1a-7a3c2b1d0e9f"))
-	for _, bad := range []string{"", "has space", "a/b", "ü", string(make([]byte, 129))} {
+	for _, bad := range []string{"", "has space", "a/b", "ü", string(make([]byte, 129)), ".", "..", ".hidden", "-flag", "_x", "..%2f"} {
 		assert.False(t, validID(bad), "%q", bad)
 	}
 }

@@ -28,7 +28,7 @@ func startAllInOne(t *testing.T) *allInOne {
 	ch := chtest.Config(t)
 	dataDir := t.TempDir()
 	port := freePort(t)
-	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789",
+	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789-0123456789abcd",
 		UserEmail: "admin@glassbox.local", UserPassword: "first owner password"}
 	env := map[string]string{
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),

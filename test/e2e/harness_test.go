@@ -57,8 +57,8 @@ func (p project) basicAuth() string {
 }
 
 var (
-	projectA = project{ID: "proj-a", PublicKey: "pk-lf-e2e-aaaaaaaaaaaaaaaa", SecretKey: "sk-lf-e2e-aaaaaaaaaaaaaaaa"}
-	projectB = project{ID: "proj-b", PublicKey: "pk-lf-e2e-bbbbbbbbbbbbbbbb", SecretKey: "sk-lf-e2e-bbbbbbbbbbbbbbbb"}
+	projectA = project{ID: "proj-a", PublicKey: "pk-lf-e2e-aaaaaaaaaaaaaaaa", SecretKey: "sk-lf-e2e-aaaaaaaaaaaaaaaa-0123456789abc"}
+	projectB = project{ID: "proj-b", PublicKey: "pk-lf-e2e-bbbbbbbbbbbbbbbb", SecretKey: "sk-lf-e2e-bbbbbbbbbbbbbbbb-0123456789abc"}
 )
 
 // collectorConfig is a pipeline with static keys for two projects, so that
