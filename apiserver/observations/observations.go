@@ -51,8 +51,8 @@ var filterParams = []httpx.Param{
 }
 
 // Routes returns the observation routes.
-func Routes(store Store) []httpx.Route {
-	h := handlers{store: store}
+func Routes(store Store, prompts PromptLookup) []httpx.Route {
+	h := handlers{store: store, prompts: prompts}
 	v2Params := append([]httpx.Param{
 		{Name: "fields", Type: httpx.TypeString, Description: "Comma-separated field groups: core, basic, time, io, metadata, model, usage, prompt, metrics, trace_context (default core,basic)."},
 		{Name: "limit", Type: httpx.TypeInteger, Description: "Items per page, 1 to 1000 (default 50)."},
@@ -83,7 +83,8 @@ func Routes(store Store) []httpx.Route {
 }
 
 type handlers struct {
-	store Store
+	store   Store
+	prompts PromptLookup
 }
 
 func (h handlers) get(r *http.Request) (any, error) {
@@ -92,7 +93,11 @@ func (h handlers) get(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, StoreError(err, "Observation "+id)
 	}
-	return ToView(o), nil
+	prompts, err := LookupPromptIDs(r.Context(), h.prompts, o.ProjectID, []chstore.Observation{o})
+	if err != nil {
+		return nil, err
+	}
+	return ToView(o, prompts), nil
 }
 
 func (h handlers) list(r *http.Request) (any, error) {
@@ -110,9 +115,13 @@ func (h handlers) list(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, StoreError(err, "Observations")
 	}
+	prompts, err := LookupPromptIDs(r.Context(), h.prompts, f.ProjectID, res.Observations)
+	if err != nil {
+		return nil, err
+	}
 	views := make([]View, 0, len(res.Observations))
 	for _, o := range res.Observations {
-		views = append(views, ToView(o))
+		views = append(views, ToView(o, prompts))
 	}
 	return httpx.NewList(views, page, int64(res.Total)), nil
 }
@@ -148,9 +157,15 @@ func (h handlers) listV2(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, StoreError(err, "Observations")
 	}
+	var prompts PromptIDs
+	if groups[groupPrompt] {
+		if prompts, err = LookupPromptIDs(r.Context(), h.prompts, f.ProjectID, res.Observations); err != nil {
+			return nil, err
+		}
+	}
 	out := V2List{Data: make([]V2, 0, len(res.Observations))}
 	for _, o := range res.Observations {
-		out.Data = append(out.Data, toV2(o, groups))
+		out.Data = append(out.Data, toV2(o, groups, prompts))
 	}
 	if res.Next != nil {
 		out.Meta.Cursor = encodeCursor(*res.Next)

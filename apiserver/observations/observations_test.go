@@ -1,10 +1,12 @@
 package observations
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
@@ -26,6 +29,9 @@ const (
 type fixture struct {
 	h    http.Handler
 	a, b apitest.Tenant
+	// greetingV2 is the id of version 2 of prompt greeting, which the
+	// generation names.
+	greetingV2 string
 }
 
 // setup stores, in project a, trace A (root span, generation at +1s, event
@@ -53,8 +59,20 @@ func setup(t *testing.T) fixture {
 	foreign := apitest.Obs(f.b.ProjectID, traceA, "c000000000000001", 0)
 	apitest.Insert(t, ch, root, gen, event, other, foreign)
 
+	ctx := context.Background()
+	for _, text := range []string{"Hello", "Hello {{name}}"} {
+		p, err := cp.CreatePrompt(ctx, f.a.ProjectID, controlplane.NewPrompt{Name: "greeting", Prompt: json.RawMessage(strconv.Quote(text))})
+		require.NoError(t, err)
+		f.greetingV2 = p.ID
+	}
+	// Project b has a prompt of the same name and version: never mixed up.
+	for range 2 {
+		_, err := cp.CreatePrompt(ctx, f.b.ProjectID, controlplane.NewPrompt{Name: "greeting", Prompt: json.RawMessage(`"theirs"`)})
+		require.NoError(t, err)
+	}
+
 	var err error
-	f.h, err = httpx.NewRouter(Routes(ch), httpx.Options{Verifier: cp})
+	f.h, err = httpx.NewRouter(Routes(ch, cp), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 	return f
 }
@@ -86,7 +104,8 @@ func TestGet(t *testing.T) {
 	assert.Equal(t, int64(3), v.PromptTokens)
 	assert.Equal(t, "greeting", *v.PromptName)
 	assert.Equal(t, int64(2), *v.PromptVersion)
-	assert.Nil(t, v.PromptID)
+	require.NotNil(t, v.PromptID, "the version the generation names, resolved as Langfuse does")
+	assert.Equal(t, f.greetingV2, *v.PromptID)
 	assert.JSONEq(t, `{"k":"v"}`, string(v.Metadata))
 	assert.JSONEq(t, `"text out"`, string(v.Output))
 
@@ -149,8 +168,13 @@ func TestListV2(t *testing.T) {
 	assert.Equal(t, `{"q":1}`, *gen.Input, "v2 returns input as the raw string")
 	assert.InDelta(t, 0.75, *gen.TotalCost, 1e-9)
 	assert.InDelta(t, 1.0, *gen.Latency, 1e-9)
-	assert.Equal(t, "gpt-4o", *gen.Model)
+	assert.Equal(t, "gpt-4o", *gen.ProvidedModelName)
 	assert.Equal(t, "greeting", *gen.PromptName)
+	require.NotNil(t, gen.PromptID)
+	assert.Equal(t, f.greetingV2, *gen.PromptID)
+	raw := apitest.Do(t, f.h, http.MethodGet, "/api/public/v2/observations?fields=core,model&name=llm", f.a.ProjectAuth, nil)
+	assert.Contains(t, raw.Body.String(), `"providedModelName":"gpt-4o"`, "the spec's field name")
+	assert.NotContains(t, raw.Body.String(), `"model":`)
 	assert.Equal(t, []string{"t"}, gen.Tags)
 	assert.False(t, gen.IsRootObservation)
 

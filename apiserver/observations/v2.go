@@ -90,11 +90,13 @@ type V2Metadata struct {
 	Metadata httpx.JSON `json:"metadata"`
 }
 
-// V2Model is the `model` group.
+// V2Model is the `model` group, with the field names of Langfuse's spec:
+// the model as the client named it, and the matched model definition,
+// which Glassbox does not record (null).
 type V2Model struct {
-	Model           *string    `json:"model"`
-	InternalModelID *string    `json:"internalModelId"`
-	ModelParameters httpx.JSON `json:"modelParameters"`
+	ProvidedModelName *string    `json:"providedModelName"`
+	InternalModelID   *string    `json:"internalModelId"`
+	ModelParameters   httpx.JSON `json:"modelParameters"`
 }
 
 // V2Usage is the `usage` group.
@@ -105,7 +107,7 @@ type V2Usage struct {
 	UsagePricingTierName *string            `json:"usagePricingTierName"`
 }
 
-// V2Prompt is the `prompt` group; prompt ids are not recorded.
+// V2Prompt is the `prompt` group.
 type V2Prompt struct {
 	PromptID      *string `json:"promptId"`
 	PromptName    *string `json:"promptName"`
@@ -152,7 +154,7 @@ func parseGroups(requested []string) (map[string]bool, error) {
 	return groups, nil
 }
 
-func toV2(o chstore.Observation, groups map[string]bool) V2 {
+func toV2(o chstore.Observation, groups map[string]bool, prompts PromptIDs) V2 {
 	v := V2{V2Core: V2Core{
 		ID:                  o.ID,
 		TraceID:             o.TraceID,
@@ -189,7 +191,7 @@ func toV2(o chstore.Observation, groups map[string]bool) V2 {
 		v.V2Metadata = &V2Metadata{Metadata: metadataValue(o.Metadata)}
 	}
 	if groups[groupModel] {
-		v.V2Model = &V2Model{Model: httpx.OptionalString(o.Model), ModelParameters: httpx.JSONValue(o.ModelParameters)}
+		v.V2Model = &V2Model{ProvidedModelName: httpx.OptionalString(o.Model), ModelParameters: httpx.JSONValue(o.ModelParameters)}
 	}
 	if groups[groupUsage] {
 		v.V2Usage = &V2Usage{
@@ -199,7 +201,7 @@ func toV2(o chstore.Observation, groups map[string]bool) V2 {
 		}
 	}
 	if groups[groupPrompt] {
-		v.V2Prompt = &V2Prompt{PromptName: httpx.OptionalString(o.PromptName), PromptVersion: optionalInt(o.PromptVersion)}
+		v.V2Prompt = &V2Prompt{PromptID: prompts.of(o), PromptName: httpx.OptionalString(o.PromptName), PromptVersion: optionalInt(o.PromptVersion)}
 	}
 	if groups[groupMetrics] {
 		v.V2Metrics = &V2Metrics{

@@ -4,10 +4,12 @@
 package observations // import "github.com/glassbox-dev/glassbox/apiserver/observations"
 
 import (
+	"context"
 	"strings"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 // Usage is the deprecated usage block that older SDK code still reads.
@@ -64,9 +66,50 @@ type View struct {
 	UpdatedAt            httpx.Timestamp    `json:"updatedAt"`
 }
 
-// ToView converts a stored observation. Model matching and prompt ids are
-// not recorded, so modelId, prices, promptId and pricing tiers are null.
-func ToView(o chstore.Observation) View {
+// PromptLookup finds the ids of the prompt versions generations name.
+type PromptLookup interface {
+	PromptVersionIDs(ctx context.Context, projectID string, refs []controlplane.PromptVersionRef) (map[controlplane.PromptVersionRef]string, error)
+}
+
+// PromptIDs maps the prompt versions a set of observations names to their
+// ids. Generations carry a prompt's name and version, as the SDKs send them;
+// the id is looked up when they are read, so a version deleted since has
+// none.
+type PromptIDs map[controlplane.PromptVersionRef]string
+
+// LookupPromptIDs finds the ids of the prompt versions obs name, with one
+// query for the page.
+func LookupPromptIDs(ctx context.Context, prompts PromptLookup, projectID string, obs []chstore.Observation) (PromptIDs, error) {
+	seen := map[controlplane.PromptVersionRef]bool{}
+	var refs []controlplane.PromptVersionRef
+	for _, o := range obs {
+		if o.PromptName == "" || o.PromptVersion <= 0 {
+			continue
+		}
+		ref := controlplane.PromptVersionRef{Name: o.PromptName, Version: int(o.PromptVersion)}
+		if !seen[ref] {
+			seen[ref] = true
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	ids, err := prompts.PromptVersionIDs(ctx, projectID, refs)
+	return PromptIDs(ids), err
+}
+
+func (p PromptIDs) of(o chstore.Observation) *string {
+	id, ok := p[controlplane.PromptVersionRef{Name: o.PromptName, Version: int(o.PromptVersion)}]
+	if !ok {
+		return nil
+	}
+	return &id
+}
+
+// ToView converts a stored observation. Model matching is not recorded, so
+// modelId, prices and pricing tiers are null.
+func ToView(o chstore.Observation, prompts PromptIDs) View {
 	usage := usageOf(o.UsageDetails)
 	costs := costsOf(o.CostDetails)
 	return View{
@@ -90,6 +133,7 @@ func ToView(o chstore.Observation) View {
 		ParentObservationID:  httpx.OptionalString(o.ParentID),
 		PromptName:           httpx.OptionalString(o.PromptName),
 		PromptVersion:        optionalInt(o.PromptVersion),
+		PromptID:             prompts.of(o),
 		UsageDetails:         nonNil(o.UsageDetails),
 		CostDetails:          nonNil(o.CostDetails),
 		Environment:          o.Environment,

@@ -122,8 +122,8 @@ const maxDeleteBatch = 1000
 
 // Routes returns the trace routes. htmlPrefix starts every htmlPath (the
 // path of the public URL, usually empty).
-func Routes(store Store, htmlPrefix string) []httpx.Route {
-	h := handlers{store: store, htmlPrefix: htmlPrefix}
+func Routes(store Store, prompts observations.PromptLookup, htmlPrefix string) []httpx.Route {
+	h := handlers{store: store, prompts: prompts, htmlPrefix: htmlPrefix}
 	listParams := append(append([]httpx.Param{}, httpx.PageParams...),
 		httpx.Param{Name: "userId", Type: httpx.TypeString},
 		httpx.Param{Name: "name", Type: httpx.TypeString},
@@ -164,6 +164,7 @@ func Routes(store Store, htmlPrefix string) []httpx.Route {
 
 type handlers struct {
 	store      Store
+	prompts    observations.PromptLookup
 	htmlPrefix string
 }
 
@@ -270,8 +271,12 @@ func (h handlers) get(r *http.Request) (any, error) {
 		Observations: make([]observations.View, 0, len(t.Observations)),
 		Scores:       make([]Score, 0, len(scores)),
 	}
+	prompts, err := observations.LookupPromptIDs(r.Context(), h.prompts, project, t.Observations)
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range t.Observations {
-		d.Observations = append(d.Observations, observations.ToView(o))
+		d.Observations = append(d.Observations, observations.ToView(o, prompts))
 	}
 	for _, s := range scores {
 		d.Scores = append(d.Scores, toScore(s))

@@ -67,7 +67,7 @@ func setup(t *testing.T) fixture {
 	)
 
 	var err error
-	f.h, err = httpx.NewRouter(Routes(f.ch, "/gb"), httpx.Options{Verifier: cp})
+	f.h, err = httpx.NewRouter(Routes(f.ch, cp, "/gb"), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 	return f
 }

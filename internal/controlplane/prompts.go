@@ -803,3 +803,45 @@ func summarizePrompt(ctx context.Context, c conn, projectID, name string, f Prom
 	}
 	return sum, nil
 }
+
+// PromptVersionRef names one version of a prompt, as generations that used
+// it carry it.
+type PromptVersionRef struct {
+	Name    string
+	Version int
+}
+
+// maxPromptRefsPerQuery bounds the placeholders of one lookup.
+const maxPromptRefsPerQuery = 200
+
+// PromptVersionIDs returns the ids of the prompt versions the project has of
+// refs; versions that do not exist (any more) are left out.
+func (s *Store) PromptVersionIDs(ctx context.Context, projectID string, refs []PromptVersionRef) (map[PromptVersionRef]string, error) {
+	ids := make(map[PromptVersionRef]string, len(refs))
+	for chunk := range slices.Chunk(refs, maxPromptRefsPerQuery) {
+		conds := make([]string, len(chunk))
+		args := make([]any, 0, 1+2*len(chunk))
+		args = append(args, projectID)
+		for i, r := range chunk {
+			conds[i] = "(name = ? AND version = ?)"
+			args = append(args, r.Name, r.Version)
+		}
+		rows, err := s.conn().query(ctx, `SELECT name, version, id FROM prompts WHERE project_id = ? AND (`+
+			strings.Join(conds, " OR ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("look up prompt versions: %w", err)
+		}
+		for rows.Next() {
+			var r PromptVersionRef
+			var id string
+			if err := rows.Scan(&r.Name, &r.Version, &id); err != nil {
+				return nil, errors.Join(fmt.Errorf("look up prompt versions: %w", err), rows.Close())
+			}
+			ids[r] = id
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, fmt.Errorf("look up prompt versions: %w", err)
+		}
+	}
+	return ids, nil
+}
