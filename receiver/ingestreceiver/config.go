@@ -37,6 +37,14 @@ type Config struct {
 	// that a small compressed body cannot expand without bound.
 	MaxDecompressedBodyBytes int64 `mapstructure:"max_decompressed_body_bytes"`
 
+	// MaxSpanBytes bounds one span's names and attribute values. A larger
+	// span has its largest string values (inputs, outputs, messages)
+	// truncated to fit, and says so in its metadata; one that cannot fit is
+	// refused through OTLP partial success. Keep it below the exporter's
+	// batch max_size, or the batcher would drop the span after it was
+	// acknowledged.
+	MaxSpanBytes int64 `mapstructure:"max_span_bytes"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -52,6 +60,7 @@ var (
 	errBodyLimit           = errors.New("max_request_body_bytes must be positive")
 	errDecompressedLimit   = errors.New("max_decompressed_body_bytes must be positive")
 	errDecompressedBelowIn = errors.New("max_decompressed_body_bytes must not be below max_request_body_bytes")
+	errSpanLimit           = errors.New("max_span_bytes must be at least 65536")
 )
 
 // Validate checks the configuration.
@@ -79,6 +88,9 @@ func (cfg *Config) Validate() error {
 		errs = errors.Join(errs, errDecompressedLimit)
 	} else if cfg.MaxDecompressedBodyBytes < cfg.MaxRequestBodyBytes {
 		errs = errors.Join(errs, errDecompressedBelowIn)
+	}
+	if cfg.MaxSpanBytes < minSpanBytes {
+		errs = errors.Join(errs, errSpanLimit)
 	}
 	return errs
 }

@@ -57,7 +57,7 @@ func TestInvalidConfig(t *testing.T) {
 		errs []error
 	}{
 		{file: "invalid_owned_fields.yaml", errs: []error{errHTTPAuth, errHTTPBodySize, errHTTPCompression, errGRPCAuth}},
-		{file: "invalid_limits.yaml", errs: []error{errDecompressedBelowIn}},
+		{file: "invalid_limits.yaml", errs: []error{errDecompressedBelowIn, errSpanLimit}},
 		{file: "invalid_zero_limits.yaml", errs: []error{errBodyLimit, errDecompressedLimit}},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,9 @@ const (
 	defaultGRPCEndpoint      = "127.0.0.1:4317"
 	defaultMaxBodyBytes      = 16 << 20
 	defaultMaxDecompressed   = 64 << 20
+	// defaultMaxSpanBytes is half the exporter's default batch max_size
+	// (8 MiB), which also counts the resource and the request's framing.
+	defaultMaxSpanBytes = 4 << 20
 	defaultAuthenticatorType = "glassbox_auth"
 )
 
@@ -41,6 +44,7 @@ func createDefaultConfig() component.Config {
 		Authenticator:            component.MustNewID(defaultAuthenticatorType),
 		MaxRequestBodyBytes:      defaultMaxBodyBytes,
 		MaxDecompressedBodyBytes: defaultMaxDecompressed,
+		MaxSpanBytes:             defaultMaxSpanBytes,
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	reasonTraceID    = "an all-zero trace id"
 	reasonSpanID     = "an all-zero span id"
 	reasonSelfParent = "a parent span id equal to its own span id"
+	reasonTooLarge   = "more attribute data than max_span_bytes even with its largest values truncated"
 )
 
 var errInvalidSpans = errors.New("spans rejected by validation")
@@ -33,7 +34,7 @@ type rejection struct {
 // message is the partial-success text, reasons in a fixed order.
 func (r rejection) message() string {
 	parts := make([]string, 0, len(r.reasons))
-	for _, reason := range []string{reasonTraceID, reasonSpanID, reasonSelfParent} {
+	for _, reason := range []string{reasonTraceID, reasonSpanID, reasonSelfParent, reasonTooLarge} {
 		if n := r.reasons[reason]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d with %s", n, reason))
 		}
@@ -54,13 +55,16 @@ func invalidReason(s ptrace.Span) string {
 }
 
 // removeInvalidSpans drops unusable spans, and the scopes and resources left
-// empty, in place.
-func removeInvalidSpans(td ptrace.Traces) rejection {
+// empty, in place; spans larger than maxSpanBytes are truncated to fit.
+func removeInvalidSpans(td ptrace.Traces, maxSpanBytes int) rejection {
 	rej := rejection{reasons: map[string]int{}}
 	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
 				reason := invalidReason(s)
+				if reason == "" && !fitSpan(s, maxSpanBytes) {
+					reason = reasonTooLarge
+				}
 				if reason == "" {
 					return false
 				}
@@ -89,7 +93,7 @@ func stampProject(td ptrace.Traces, projectID string) {
 // ingest validates, stamps and forwards one export request. It reports the
 // spans it removed; err is the next consumer's.
 func (r *ingestReceiver) ingest(ctx context.Context, obs *receiverhelper.ObsReport, format, projectID string, td ptrace.Traces) (rejection, error) {
-	rej := removeInvalidSpans(td)
+	rej := removeInvalidSpans(td, int(r.cfg.MaxSpanBytes))
 	if rej.count > 0 {
 		opCtx := obs.StartTracesOp(ctx)
 		obs.EndTracesOp(opCtx, format, int(rej.count), consumererror.NewPermanent(errInvalidSpans))
