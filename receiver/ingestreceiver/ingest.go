@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
@@ -79,17 +78,6 @@ func removeInvalidSpans(td ptrace.Traces, maxSpanBytes int) rejection {
 	return rej
 }
 
-// stampProject writes the authenticated project on every resource. Any value
-// the client sent is removed first, duplicates included, so no span can claim
-// another project.
-func stampProject(td ptrace.Traces, projectID string) {
-	for _, rs := range td.ResourceSpans().All() {
-		attrs := rs.Resource().Attributes()
-		attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return k == model.ProjectIDAttribute })
-		attrs.PutStr(model.ProjectIDAttribute, projectID)
-	}
-}
-
 // ingest validates, stamps and forwards one export request. It reports the
 // spans it removed; err is the next consumer's.
 func (r *ingestReceiver) ingest(ctx context.Context, obs *receiverhelper.ObsReport, format, projectID string, td ptrace.Traces) (rejection, error) {
@@ -102,7 +90,7 @@ func (r *ingestReceiver) ingest(ctx context.Context, obs *receiverhelper.ObsRepo
 	if n == 0 {
 		return rej, nil
 	}
-	stampProject(td, projectID)
+	model.StampProject(td, projectID)
 	opCtx := obs.StartTracesOp(ctx)
 	err := r.next.ConsumeTraces(opCtx, td)
 	obs.EndTracesOp(opCtx, format, n, err)
