@@ -24,6 +24,9 @@ func TestShippedConfigsValidate(t *testing.T) {
 		"GLASSBOX_CONTROL_PLANE_DSN=postgres://glassbox@db.internal/glassbox",
 		"GLASSBOX_CLICKHOUSE_DSN=clickhouse://clickhouse.internal:9000", "GLASSBOX_CLICKHOUSE_CLUSTER=glassbox",
 		"GLASSBOX_FANOUT_URL=http://otel.internal:4318",
+		"GLASSBOX_WRITER_TLS_CERT=/etc/glassbox/writer.pem", "GLASSBOX_WRITER_TLS_KEY=/etc/glassbox/writer-key.pem",
+		"GLASSBOX_WRITER_TLS_CLIENT_CA=/etc/glassbox/gateways-ca.pem", "GLASSBOX_WRITER_TLS_CA=/etc/glassbox/writers-ca.pem",
+		"GLASSBOX_GATEWAY_TLS_CERT=/etc/glassbox/gateway.pem", "GLASSBOX_GATEWAY_TLS_KEY=/etc/glassbox/gateway-key.pem",
 	)
 	validated := 0
 	for _, f := range files {
