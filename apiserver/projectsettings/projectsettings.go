@@ -51,7 +51,7 @@ func Routes(store Store) []httpx.Route {
 		{
 			Method: http.MethodPut, Path: path, Access: httpx.ProjectKey, Handler: h.put,
 			Doc: httpx.Doc{OperationID: "projectSettings_update", Tag: "Projects", Body: Settings{}, Response: Settings{},
-				Summary: "Replace the project's sampling rates; collectors apply them within their refresh interval."},
+				Summary: "Replace the project's sampling rates; collectors apply them to the next request (within 5 s when they run apart from this API server)."},
 		},
 	}
 }

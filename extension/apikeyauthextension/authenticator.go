@@ -15,8 +15,10 @@ import (
 	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/refresh"
 )
 
 // Attribute names under which client.Info.Auth exposes the verified key.
@@ -69,10 +71,13 @@ type authenticator struct {
 	// match compares a presented secret with a stored hash; it is
 	// apikey.SecretMatches (constant time) and a field only so tests can
 	// observe that every static comparison goes through it.
-	match func(secret, storedHash string) bool
-	now   func() time.Time
-	cache *verdictCache
-	keys  atomic.Pointer[keyring]
+	match  func(secret, storedHash string) bool
+	now    func() time.Time
+	cache  *verdictCache
+	keys   atomic.Pointer[keyring]
+	logger *zap.Logger
+	// forget clears the cache whenever the key store's keys change.
+	forget *refresh.Loop
 }
 
 func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, error) {
@@ -89,6 +94,7 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 		failures: failures,
 		match:    apikey.SecretMatches,
 		now:      time.Now,
+		logger:   set.Logger,
 	}
 	a.cache = newVerdictCache(cfg.MaxCacheEntries, func() time.Time { return a.now() })
 	return a, nil
@@ -122,6 +128,15 @@ func (a *authenticator) Start(_ context.Context, host component.Host) error {
 			return fmt.Errorf("extension %q cannot verify API keys", id)
 		}
 		kr.store = store
+		// A key created or revoked through the store ends the cached
+		// verdicts: at once in this process, within the change poll
+		// elsewhere, rather than after cache_ttl.
+		if watch := refresh.WatchOf(ext, refresh.KindAPIKeys); watch != nil {
+			a.forget = refresh.Start(time.Hour, 10*time.Second, func(context.Context) error {
+				a.cache.clear()
+				return nil
+			}, a.logger, watch)
+		}
 	}
 	a.keys.Store(kr)
 	return nil
@@ -129,6 +144,8 @@ func (a *authenticator) Start(_ context.Context, host component.Host) error {
 
 // Shutdown forgets the keys; it is safe without Start and when repeated.
 func (a *authenticator) Shutdown(context.Context) error {
+	a.forget.Stop()
+	a.forget = nil
 	a.keys.Store(nil)
 	return nil
 }
@@ -189,6 +206,7 @@ func (a *authenticator) Verify(ctx context.Context, publicKey, secretKey string)
 		return apikey.Principal{}, errors.New("API-key authenticator is not running")
 	}
 	key := cacheKey(publicKey, apikey.HashSecret(secretKey))
+	generation := a.cache.current()
 	if v, ok := a.cache.get(key); ok {
 		if v.valid {
 			return v.principal, nil
@@ -199,9 +217,9 @@ func (a *authenticator) Verify(ctx context.Context, publicKey, secretKey string)
 	p, err := a.verify(ctx, kr, publicKey, secretKey)
 	switch {
 	case err == nil:
-		a.cache.put(key, verdict{principal: p, valid: true}, a.cfg.CacheTTL)
+		a.cache.put(key, verdict{principal: p, valid: true}, a.cfg.CacheTTL, generation)
 	case errors.Is(err, apikey.ErrInvalidCredentials):
-		a.cache.put(key, verdict{}, a.cfg.NegativeCacheTTL)
+		a.cache.put(key, verdict{}, a.cfg.NegativeCacheTTL, generation)
 		a.recordFailure(ctx, reasonInvalid)
 	default:
 		// A store outage is not remembered: the next request asks again.

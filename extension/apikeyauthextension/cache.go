@@ -24,6 +24,9 @@ type verdictCache struct {
 	max       int
 	now       func() time.Time
 	nextSweep time.Time
+	// generation counts clears: a verdict reached before a clear is not
+	// stored after it.
+	generation uint64
 }
 
 func newVerdictCache(maxEntries int, now func() time.Time) *verdictCache {
@@ -32,6 +35,21 @@ func newVerdictCache(maxEntries int, now func() time.Time) *verdictCache {
 
 func cacheKey(publicKey, secretHash string) string {
 	return secretHash + ":" + publicKey
+}
+
+// clear forgets every verdict: keys changed in the store.
+func (c *verdictCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.generation++
+}
+
+// current is the generation a verification starts in; put takes it back.
+func (c *verdictCache) current() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation
 }
 
 func (c *verdictCache) get(key string) (verdict, bool) {
@@ -48,13 +66,17 @@ func (c *verdictCache) get(key string) (verdict, bool) {
 	return v, true
 }
 
-// put remembers v for ttl; a zero ttl means this kind of verdict is not cached.
-func (c *verdictCache) put(key string, v verdict, ttl time.Duration) {
+// put remembers v for ttl; a zero ttl means this kind of verdict is not
+// cached, and a verdict from before the last clear is not either.
+func (c *verdictCache) put(key string, v verdict, ttl time.Duration, generation uint64) {
 	if ttl <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if generation != c.generation {
+		return
+	}
 	now := c.now()
 	v.expires = now.Add(ttl)
 	if _, exists := c.entries[key]; !exists && len(c.entries) >= c.max {

@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/refresh"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
 
@@ -31,6 +32,7 @@ var (
 	_ sampling.Source     = (*apiExtension)(nil)
 	_ evaljobs.RuleSource = (*apiExtension)(nil)
 	_ evaljobs.Enqueuer   = (*apiExtension)(nil)
+	_ refresh.Changes     = (*apiExtension)(nil)
 )
 
 // errNotRunning is returned by Verify outside Start..Shutdown; it is not
@@ -112,6 +114,27 @@ func (e *apiExtension) controlPlane() (*controlplane.Store, error) {
 		return nil, errNotRunning
 	}
 	return srv.ControlPlane(), nil
+}
+
+// Changed implements refresh.Changes for the processors and the
+// authenticator: a change made through this process's API reaches them at
+// once. Before Start nothing is reported.
+func (e *apiExtension) Changed(kind string) <-chan struct{} {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return nil
+	}
+	return cp.Changed(kind)
+}
+
+// ChangeVersion implements refresh.Changes: changes made by other
+// processes on the same control plane.
+func (e *apiExtension) ChangeVersion(ctx context.Context, kind string) (int64, error) {
+	cp, err := e.controlPlane()
+	if err != nil {
+		return 0, err
+	}
+	return cp.ChangeVersion(ctx, kind)
 }
 
 // ProjectModels serves the projects' own model prices to glassbox_cost.

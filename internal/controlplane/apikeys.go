@@ -80,6 +80,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, orgID, projectID string, k New
 		orgID, project, key.CreatedAt.UnixMicro()); err != nil {
 		return APIKey{}, "", fmt.Errorf("create api key: %w", classify(err))
 	}
+	// A verdict cached for the public key before it existed ends now.
+	s.changed(ctx, ChangeAPIKeys)
 	return key, secret, nil
 }
 
@@ -139,7 +141,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, orgID, projectID, keyID string
 	if err != nil {
 		return fmt.Errorf("revoke api key %q: %w", keyID, err)
 	}
-	return requireOne(res, "api key "+keyID)
+	return s.changedIf(ctx, requireOne(res, "api key "+keyID), ChangeAPIKeys)
 }
 
 // Verify implements apikey.Verifier. Any mismatch, unknown key or revoked key

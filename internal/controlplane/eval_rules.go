@@ -97,7 +97,7 @@ func (s *Store) CreateEvalRule(ctx context.Context, projectID string, n NewEvalR
 		out, err = getRule(ctx, c, projectID, r.ID)
 		return err
 	})
-	return out, err
+	return out, s.changedIf(ctx, err, ChangeEvalRules)
 }
 
 func ruleJSON(r EvalRule) (filter, variables string) {
@@ -251,7 +251,7 @@ func (s *Store) UpdateEvalRule(ctx context.Context, projectID, id string, u Eval
 		out, err = getRule(ctx, c, projectID, id)
 		return err
 	})
-	return out, err
+	return out, s.changedIf(ctx, err, ChangeEvalRules)
 }
 
 // DeleteEvalRule deletes a rule and its jobs; scores it wrote stay.
@@ -260,7 +260,7 @@ func (s *Store) DeleteEvalRule(ctx context.Context, projectID, id string) error 
 	if err != nil {
 		return fmt.Errorf("delete evaluator rule %q: %w", id, err)
 	}
-	return requireOne(res, "evaluator rule "+id)
+	return s.changedIf(ctx, requireOne(res, "evaluator rule "+id), ChangeEvalRules)
 }
 
 // ActiveEvalRules implements evaljobs.RuleSource: the active rules of every

@@ -501,6 +501,19 @@ var migrations = []migration{
 			`CREATE INDEX dashboard_widgets_project ON dashboard_widgets (project_id, updated_at)`,
 		},
 	},
+	{
+		version: 42,
+		name:    "change versions",
+		stmts: []string{
+			// One counter per kind of setting the pipelines cache; a poller
+			// reads one row to learn whether to reload.
+			`CREATE TABLE change_versions (
+				kind    TEXT PRIMARY KEY,
+				version BIGINT NOT NULL
+			)`,
+			`INSERT INTO change_versions (kind, version) VALUES ('models', 0), ('sampling', 0), ('eval_rules', 0), ('api_keys', 0)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an

@@ -66,6 +66,7 @@ func (s *Store) CreateModel(ctx context.Context, projectID string, m pricing.Mod
 	); err != nil {
 		return pricing.Model{}, fmt.Errorf("create model %q in project %q: %w", m.Name, projectID, classify(err))
 	}
+	s.changed(ctx, ChangeModels)
 	return s.GetModel(ctx, projectID, m.ID)
 }
 
@@ -94,7 +95,7 @@ func (s *Store) DeleteModel(ctx context.Context, projectID, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete model %q: %w", id, err)
 	}
-	return requireOne(res, fmt.Sprintf("model %q in project %q", id, projectID))
+	return s.changedIf(ctx, requireOne(res, fmt.Sprintf("model %q in project %q", id, projectID)), ChangeModels)
 }
 
 // ProjectModels returns the model definitions of every live project that

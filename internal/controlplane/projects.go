@@ -160,7 +160,7 @@ func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u Pr
 // DeleteProject marks a project deleted and revokes its keys in the same
 // transaction, so no key of a deleted project verifies.
 func (s *Store) DeleteProject(ctx context.Context, orgID, projectID string) error {
-	return s.inTx(ctx, func(c conn) error {
+	err := s.inTx(ctx, func(c conn) error {
 		now := s.micros()
 		res, err := c.exec(ctx, `UPDATE projects SET deleted_at = ?, updated_at = ?
 			WHERE org_id = ? AND id = ? AND deleted_at IS NULL`, now, now, orgID, projectID)
@@ -176,6 +176,8 @@ func (s *Store) DeleteProject(ctx context.Context, orgID, projectID string) erro
 		}
 		return nil
 	})
+	// Everything the pipelines cache per project goes with it.
+	return s.changedIf(ctx, err, ChangeAPIKeys, ChangeModels, ChangeSampling, ChangeEvalRules)
 }
 
 type scanner interface {

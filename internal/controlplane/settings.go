@@ -56,6 +56,7 @@ func (s *Store) SetSampling(ctx context.Context, projectID string, r sampling.Ra
 		projectID, rate, string(envs), s.micros()); err != nil {
 		return sampling.Rates{}, fmt.Errorf("set sampling settings of %q: %w", projectID, classify(err))
 	}
+	s.changed(ctx, ChangeSampling)
 	return s.GetSampling(ctx, projectID)
 }
 

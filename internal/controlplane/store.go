@@ -53,6 +53,8 @@ type Store struct {
 	hasher    apikey.Hasher
 	dummyHash string // compared against for unknown public keys
 
+	feed changeFeed
+
 	touchMu sync.Mutex
 	touched map[string]time.Time // public key -> when this process last wrote last_used_at
 }

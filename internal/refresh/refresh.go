@@ -1,6 +1,7 @@
 // Package refresh runs the background reloads of the processors' runtime
-// settings (project models, sampling rates), so that the pipeline reads the
-// last loaded snapshot and never waits on the store.
+// settings (project models, sampling rates, evaluator rules) and of the
+// authenticator's verdicts, so that the pipeline reads the last loaded
+// snapshot and never waits on the store.
 package refresh // import "github.com/glassbox-dev/glassbox/internal/refresh"
 
 import (
@@ -10,37 +11,157 @@ import (
 	"go.uber.org/zap"
 )
 
-// Loop calls a load function at once and then at every interval until Stop.
+// DefaultChangePoll bounds how long a change made by another process (an API
+// server on the same PostgreSQL) takes to reach a collector.
+const DefaultChangePoll = 5 * time.Second
+
+// Kinds of change: what the pipelines cache from the control plane.
+const (
+	KindModels    = "models"
+	KindSampling  = "sampling"
+	KindEvalRules = "eval_rules"
+	KindAPIKeys   = "api_keys"
+)
+
+// Changes is a store that tells of changes: at once for changes made in this
+// process, by a counter that a poller reads for changes made elsewhere.
+type Changes interface {
+	// Changed returns a channel closed at the next change of kind made in
+	// this process.
+	Changed(kind string) <-chan struct{}
+	// ChangeVersion returns kind's change counter, shared by every process.
+	ChangeVersion(ctx context.Context, kind string) (int64, error)
+}
+
+// Watch makes a loop reload as soon as kind changes rather than only every
+// interval.
+type Watch struct {
+	Changes Changes
+	Kind    string
+	// Poll is how often the change counter is read; DefaultChangePoll when 0.
+	Poll time.Duration
+}
+
+// WatchOf watches kind when source (the extension a component loads from)
+// tells of changes, and returns nil when it does not.
+func WatchOf(source any, kind string) *Watch {
+	changes, ok := source.(Changes)
+	if !ok {
+		return nil
+	}
+	return &Watch{Changes: changes, Kind: kind}
+}
+
+// Loop calls a load function at once and then at every interval, and on
+// every change a Watch reports, until Stop.
 type Loop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// Start runs load in a goroutine: now, then every interval, each call
-// bounded by timeout. A failed load is logged and the previous snapshot
-// stays in use until a later load succeeds.
-func Start(interval, timeout time.Duration, load func(context.Context) error, logger *zap.Logger) *Loop {
+// Start runs load in a goroutine: now, then every interval and, with a
+// watch, whenever its kind changes; each call is bounded by timeout. A
+// failed load is logged and the previous snapshot stays in use until a later
+// load succeeds.
+func Start(interval, timeout time.Duration, load func(context.Context) error, logger *zap.Logger, watch *Watch) *Loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loop{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
+		w := newWatcher(watch, timeout, logger)
+		defer w.stop()
 		for {
+			// Subscribed before loading, so that a change during the load
+			// brings another one.
+			changed := w.subscribe(ctx)
 			callCtx, cancelCall := context.WithTimeout(ctx, timeout)
 			err := load(callCtx)
 			cancelCall()
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("Refresh failed; keeping the previous settings", zap.Error(err))
 			}
-			select {
-			case <-ctx.Done():
+			if !w.wait(ctx, ticker.C, changed) {
 				return
-			case <-ticker.C:
 			}
 		}
 	}()
 	return l
+}
+
+// watcher follows a Watch; without one it only waits for the ticker.
+type watcher struct {
+	watch   *Watch
+	timeout time.Duration
+	logger  *zap.Logger
+	poll    *time.Ticker
+	version int64
+}
+
+func newWatcher(watch *Watch, timeout time.Duration, logger *zap.Logger) *watcher {
+	w := &watcher{watch: watch, timeout: timeout, logger: logger}
+	if watch != nil {
+		every := watch.Poll
+		if every <= 0 {
+			every = DefaultChangePoll
+		}
+		w.poll = time.NewTicker(every)
+	}
+	return w
+}
+
+func (w *watcher) stop() {
+	if w.poll != nil {
+		w.poll.Stop()
+	}
+}
+
+// subscribe returns the channel of this process's next change and notes the
+// shared counter, before a load.
+func (w *watcher) subscribe(ctx context.Context) <-chan struct{} {
+	if w.watch == nil {
+		return nil
+	}
+	if v, ok := w.readVersion(ctx); ok {
+		w.version = v
+	}
+	return w.watch.Changes.Changed(w.watch.Kind)
+}
+
+// wait returns true when it is time to load again, false when ctx ended.
+func (w *watcher) wait(ctx context.Context, tick <-chan time.Time, changed <-chan struct{}) bool {
+	var poll <-chan time.Time
+	if w.poll != nil {
+		poll = w.poll.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick:
+			return true
+		case <-changed:
+			return true
+		case <-poll:
+			if v, ok := w.readVersion(ctx); ok && v != w.version {
+				return true
+			}
+		}
+	}
+}
+
+func (w *watcher) readVersion(ctx context.Context) (int64, bool) {
+	callCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	v, err := w.watch.Changes.ChangeVersion(callCtx, w.watch.Kind)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.logger.Debug("Reading the change version failed; the full interval still applies", zap.Error(err))
+		}
+		return 0, false
+	}
+	return v, true
 }
 
 // Stop ends the loop, cancelling a load in progress, and waits for it. It

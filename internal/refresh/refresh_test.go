@@ -3,6 +3,7 @@ package refresh
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestLoopLoadsAtOnceAndRepeatedly(t *testing.T) {
 	l := Start(10*time.Millisecond, time.Second, func(context.Context) error {
 		calls.Add(1)
 		return nil
-	}, zap.NewNop())
+	}, zap.NewNop(), nil)
 	require.Eventually(t, func() bool { return calls.Load() >= 3 }, 5*time.Second, time.Millisecond)
 	l.Stop()
 	n := calls.Load()
@@ -37,7 +38,7 @@ func TestLoopLogsFailures(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	l := Start(time.Hour, time.Hour, func(context.Context) error {
 		return errors.New("store down")
-	}, zap.New(core))
+	}, zap.New(core), nil)
 	defer l.Stop()
 	require.Eventually(t, func() bool { return logs.Len() == 1 }, 5*time.Second, time.Millisecond)
 	assert.Contains(t, logs.All()[0].ContextMap()["error"], "store down")
@@ -52,9 +53,73 @@ func TestStopCancelsALoadInProgress(t *testing.T) {
 		<-ctx.Done()
 		cancelled.Store(true)
 		return ctx.Err()
-	}, zap.New(core))
+	}, zap.New(core), nil)
 	<-running
 	l.Stop()
 	assert.True(t, cancelled.Load())
 	assert.Zero(t, logs.Len(), "a load cancelled by Stop is not a failure")
+}
+
+// fakeChanges is a store whose changes the test makes: in this process
+// (notify) or in another one (bump the counter only).
+type fakeChanges struct {
+	mu      sync.Mutex
+	ch      chan struct{}
+	version atomic.Int64
+}
+
+func (f *fakeChanges) Changed(string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch == nil {
+		f.ch = make(chan struct{})
+	}
+	return f.ch
+}
+
+func (f *fakeChanges) ChangeVersion(context.Context, string) (int64, error) {
+	return f.version.Load(), nil
+}
+
+func (f *fakeChanges) notify() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch != nil {
+		close(f.ch)
+		f.ch = nil
+	}
+}
+
+// A change in this process reloads at once; one made elsewhere within the
+// poll; neither waits for the (here: hour-long) interval.
+func TestWatchReloadsOnChange(t *testing.T) {
+	changes := &fakeChanges{}
+	loads := make(chan struct{}, 10)
+	l := Start(time.Hour, time.Second, func(context.Context) error {
+		loads <- struct{}{}
+		return nil
+	}, zap.NewNop(), &Watch{Changes: changes, Kind: "models", Poll: 20 * time.Millisecond})
+	defer l.Stop()
+	<-loads // the first load
+
+	changes.notify()
+	select {
+	case <-loads:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change in this process did not reload")
+	}
+
+	changes.version.Add(1)
+	select {
+	case <-loads:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change in another process did not reload within the poll")
+	}
+
+	// Nothing changed: no reload.
+	select {
+	case <-loads:
+		t.Fatal("reloaded without a change")
+	case <-time.After(100 * time.Millisecond):
+	}
 }

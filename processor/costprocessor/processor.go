@@ -119,7 +119,7 @@ func (p *costProcessor) start(_ context.Context, host component.Host) error {
 			p.logger.Warn("Some project model definitions are invalid and were skipped", zap.Error(err))
 		}
 		return nil
-	}, p.logger)
+	}, p.logger, refresh.WatchOf(ext, refresh.KindModels))
 	return nil
 }
 

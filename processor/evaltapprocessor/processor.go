@@ -107,7 +107,7 @@ func (t *tap) start(_ context.Context, host component.Host) error {
 		}
 		t.setRules(rules)
 		return nil
-	}, t.logger)
+	}, t.logger, refresh.WatchOf(ext, refresh.KindEvalRules))
 	return nil
 }
 

@@ -108,7 +108,7 @@ func (p *samplingProcessor) start(_ context.Context, host component.Host) error 
 		}
 		p.settings.Store(&next)
 		return nil
-	}, p.logger)
+	}, p.logger, refresh.WatchOf(ext, refresh.KindSampling))
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 // only through the environment variables the README documents.
 type allInOne struct {
 	*collector
+	DataDir                 string
 	PublicKey, SecretKey    string
 	UserEmail, UserPassword string // the first owner, who signs in to the UI
 }
@@ -39,6 +40,7 @@ func startAllInOne(t *testing.T) *allInOne {
 		"GLASSBOX_CONTROL_PLANE_DSN":   "sqlite://" + filepath.Join(dataDir, "glassbox.db"),
 		"GLASSBOX_CLICKHOUSE_DSN":      ch.DSN,
 		"GLASSBOX_CLICKHOUSE_DATABASE": ch.Database,
+		"GLASSBOX_ENCRYPTION_KEY":      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
 		"GLASSBOX_INIT_ORG_ID":         "org-e2e",
 		"GLASSBOX_INIT_PROJECT_ID":     "proj-e2e",
 		"GLASSBOX_INIT_PROJECT_NAME":   "End to end",
@@ -58,7 +60,7 @@ func startAllInOne(t *testing.T) *allInOne {
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
 	t.Cleanup(func() { c.stop(t) })
 	c.waitReady(t)
-	a.collector = c
+	a.collector, a.DataDir = c, dataDir
 	return a
 }
 
