@@ -14,13 +14,13 @@ import (
 const (
 	typeStr = "glassbox_ingest"
 
-	defaultHTTPEndpoint      = "127.0.0.1:3000"
-	defaultGRPCEndpoint      = "127.0.0.1:4317"
-	defaultMaxBodyBytes      = 16 << 20
-	defaultMaxDecompressed   = 64 << 20
+	defaultHTTPEndpoint    = "127.0.0.1:3000"
+	defaultGRPCEndpoint    = "127.0.0.1:4317"
+	defaultMaxBodyBytes    = 16 << 20
+	defaultMaxDecompressed = 64 << 20
 	// defaultMaxSpanBytes is half the exporter's default batch max_size
 	// (8 MiB), which also counts the resource and the request's framing.
-	defaultMaxSpanBytes = 4 << 20
+	defaultMaxSpanBytes      = 4 << 20
 	defaultAuthenticatorType = "glassbox_auth"
 )
 
