@@ -58,6 +58,8 @@ var (
 type keyring struct {
 	static map[string]staticKey
 	store  apikey.Verifier
+	// forget clears the cached verdicts when the store's keys change.
+	forget *refresh.Loop
 }
 
 type staticKey struct {
@@ -76,8 +78,6 @@ type authenticator struct {
 	cache  *verdictCache
 	keys   atomic.Pointer[keyring]
 	logger *zap.Logger
-	// forget clears the cache whenever the key store's keys change.
-	forget *refresh.Loop
 }
 
 func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, error) {
@@ -132,7 +132,7 @@ func (a *authenticator) Start(_ context.Context, host component.Host) error {
 		// verdicts: at once in this process, within the change poll
 		// elsewhere, rather than after cache_ttl.
 		if watch := refresh.WatchOf(ext, refresh.KindAPIKeys); watch != nil {
-			a.forget = refresh.Start(time.Hour, 10*time.Second, func(context.Context) error {
+			kr.forget = refresh.Start(time.Hour, 10*time.Second, func(context.Context) error {
 				a.cache.clear()
 				return nil
 			}, a.logger, watch)
@@ -144,9 +144,9 @@ func (a *authenticator) Start(_ context.Context, host component.Host) error {
 
 // Shutdown forgets the keys; it is safe without Start and when repeated.
 func (a *authenticator) Shutdown(context.Context) error {
-	a.forget.Stop()
-	a.forget = nil
-	a.keys.Store(nil)
+	if kr := a.keys.Swap(nil); kr != nil {
+		kr.forget.Stop()
+	}
 	return nil
 }
 
@@ -205,6 +205,8 @@ func (a *authenticator) Verify(ctx context.Context, publicKey, secretKey string)
 	if kr == nil {
 		return apikey.Principal{}, errors.New("API-key authenticator is not running")
 	}
+	// A key revoked in this process fails its very next request.
+	kr.forget.Current(ctx)
 	key := cacheKey(publicKey, apikey.HashSecret(secretKey))
 	generation := a.cache.current()
 	if v, ok := a.cache.get(key); ok {

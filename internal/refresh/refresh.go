@@ -6,6 +6,7 @@ package refresh // import "github.com/glassbox-dev/glassbox/internal/refresh"
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,8 +56,14 @@ func WatchOf(source any, kind string) *Watch {
 // Loop calls a load function at once and then at every interval, and on
 // every change a Watch reports, until Stop.
 type Loop struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	timeout time.Duration
+	// changed is the in-process change channel subscribed before the last
+	// completed load: once it is closed, the snapshot is older than a change.
+	changed atomic.Pointer[<-chan struct{}]
+	// loaded is closed when the load in progress completes.
+	loaded atomic.Pointer[chan struct{}]
 }
 
 // Start runs load in a goroutine: now, then every interval and, with a
@@ -65,7 +72,9 @@ type Loop struct {
 // load succeeds.
 func Start(interval, timeout time.Duration, load func(context.Context) error, logger *zap.Logger, watch *Watch) *Loop {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Loop{cancel: cancel, done: make(chan struct{})}
+	l := &Loop{cancel: cancel, done: make(chan struct{}), timeout: timeout}
+	first := make(chan struct{})
+	l.loaded.Store(&first)
 	go func() {
 		defer close(l.done)
 		ticker := time.NewTicker(interval)
@@ -82,12 +91,56 @@ func Start(interval, timeout time.Duration, load func(context.Context) error, lo
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("Refresh failed; keeping the previous settings", zap.Error(err))
 			}
+			// The subscription is published before the completion, so that
+			// a waiter woken by the completion sees the newer one.
+			l.changed.Store(&changed)
+			next := make(chan struct{})
+			close(*l.loaded.Swap(&next))
 			if !w.wait(ctx, ticker.C, changed) {
 				return
 			}
 		}
 	}()
 	return l
+}
+
+// Current waits, at most the load timeout, while a change made in this
+// process is newer than the loaded snapshot, so that the request after an
+// API call sees its effect. Without a pending change it returns at once: it
+// costs the pipeline two atomic loads.
+func (l *Loop) Current(ctx context.Context) {
+	if l == nil || !l.stale() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	for {
+		// Read before the check: a load completing in between closes it.
+		loaded := l.loaded.Load()
+		if !l.stale() {
+			return
+		}
+		select {
+		case <-*loaded:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// stale reports whether a change made in this process is newer than the
+// last completed load.
+func (l *Loop) stale() bool {
+	changed := l.changed.Load()
+	if changed == nil || *changed == nil {
+		return false
+	}
+	select {
+	case <-*changed:
+		return true
+	default:
+		return false
+	}
 }
 
 // watcher follows a Watch; without one it only waits for the ticker.

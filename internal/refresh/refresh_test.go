@@ -123,3 +123,50 @@ func TestWatchReloadsOnChange(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// After a change in this process, Current returns only once a load that
+// began after the change has completed, however slow the load; without a
+// pending change it returns at once.
+func TestCurrentWaitsForTheLoadAfterAChange(t *testing.T) {
+	changes := &fakeChanges{}
+	var value atomic.Int32
+	release := make(chan struct{})
+	l := Start(time.Hour, 10*time.Second, func(ctx context.Context) error {
+		n := value.Load()
+		if n > 0 {
+			select { // the loads after the first wait for the test
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		value.Store(n + 1)
+		return nil
+	}, zap.NewNop(), &Watch{Changes: changes, Kind: "models", Poll: time.Hour})
+	defer l.Stop()
+	require.Eventually(t, func() bool { return value.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	start := time.Now()
+	l.Current(context.Background())
+	assert.Less(t, time.Since(start), 50*time.Millisecond, "nothing pending: no wait")
+
+	changes.notify()
+	done := make(chan struct{})
+	go func() {
+		l.Current(context.Background())
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("Current returned before the load after the change")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Current did not return after the load")
+	}
+	assert.Equal(t, int32(2), value.Load())
+	(*Loop)(nil).Current(context.Background())
+}

@@ -130,6 +130,7 @@ func (p *costProcessor) shutdown(context.Context) error {
 }
 
 func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	p.loop.Current(ctx)
 	now := p.now()
 	var counts [costing.NumResults]int64
 	rss := td.ResourceSpans()

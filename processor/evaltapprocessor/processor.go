@@ -145,6 +145,7 @@ func (t *tap) shutdown(ctx context.Context) error {
 }
 
 func (t *tap) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	t.loop.Current(ctx)
 	rules := *t.rules.Load()
 	if len(rules) == 0 {
 		return td, nil

@@ -119,6 +119,7 @@ func (p *samplingProcessor) shutdown(context.Context) error {
 }
 
 func (p *samplingProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	p.loop.Current(ctx)
 	settings := *p.settings.Load()
 	var kept, dropped int64
 	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {

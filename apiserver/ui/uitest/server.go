@@ -57,7 +57,7 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.Listen = ""
 	cfg.PublicURL = base
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse = apiserver.ClickHouseConfig{DSN: ch.DSN, Database: ch.Database, QueryTimeout: ch.QueryTimeout}
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database, cfg.ClickHouse.QueryTimeout = ch.DSN, ch.Database, ch.QueryTimeout
 	cfg.Media.Dir = filepath.Join(t.TempDir(), "media")
 	cfg.Evaluation.Enabled = false
 	if opts.Configure != nil {
