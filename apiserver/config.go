@@ -109,6 +109,9 @@ type ClickHouseConfig struct {
 	// PurgeInterval is how often the rows of deleted traces and scores are
 	// removed: one ALTER ... DELETE per table for everything deleted since.
 	PurgeInterval time.Duration `mapstructure:"purge_interval"`
+	// MetricsMaxRowsToRead bounds the rows one metrics query reads; past it
+	// the query is refused with a 400 that says what to narrow.
+	MetricsMaxRowsToRead int64 `mapstructure:"metrics_max_rows_to_read"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -205,5 +208,7 @@ func (c ClickHouseConfig) storeConfig() chstore.Config {
 		Cluster:           c.Cluster,
 		ReplicatedEngines: c.ReplicatedEngines,
 		QueryTimeout:      c.QueryTimeout,
+		// Zero takes the store's default.
+		MetricsMaxRowsToRead: c.MetricsMaxRowsToRead,
 	}
 }

@@ -16,6 +16,9 @@ const DefaultDatabase = "glassbox"
 const (
 	DefaultDialTimeout  = 5 * time.Second
 	DefaultQueryTimeout = 30 * time.Second
+	// DefaultMetricsMaxRowsToRead is about 30 days of a project with three
+	// million observations a day.
+	DefaultMetricsMaxRowsToRead = 100_000_000
 )
 
 // Config says where the tables live and how they are laid out.
@@ -34,6 +37,9 @@ type Config struct {
 	// DialTimeout bounds connecting; QueryTimeout bounds every single call.
 	DialTimeout  time.Duration
 	QueryTimeout time.Duration
+	// MetricsMaxRowsToRead bounds the rows one metrics query may read; a
+	// query past it is refused with what to narrow.
+	MetricsMaxRowsToRead int64
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -54,6 +60,9 @@ func (c Config) Validate() error {
 	if c.Cluster != "" && !identifier.MatchString(c.Cluster) {
 		errs = append(errs, fmt.Errorf("cluster %q: letters, digits and underscores only", c.Cluster))
 	}
+	if c.MetricsMaxRowsToRead < 0 {
+		errs = append(errs, errors.New("metrics_max_rows_to_read must not be negative"))
+	}
 	if c.DialTimeout < 0 || c.QueryTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
 	}
@@ -69,6 +78,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueryTimeout == 0 {
 		c.QueryTimeout = DefaultQueryTimeout
+	}
+	if c.MetricsMaxRowsToRead == 0 {
+		c.MetricsMaxRowsToRead = DefaultMetricsMaxRowsToRead
 	}
 	return c
 }
