@@ -125,3 +125,10 @@ func ScoresOnly(r *http.Request) bool {
 func withPrincipal(ctx context.Context, p apikey.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
+
+// FilterParam documents the structured `filter` parameter of a list whose
+// columns are the fields of a metrics view.
+func FilterParam(view string) Param {
+	return Param{Name: "filter", Type: TypeString, Description: "JSON array of filters {type, column, operator, value, key?}, " +
+		"all of which must match; the columns are the fields of the " + view + " metrics view (docs/metrics.md)."}
+}

@@ -34,9 +34,6 @@ const (
 	maxV2Limit     = 1000
 )
 
-// unsupportedParams are Langfuse parameters the store cannot filter by yet.
-var unsupportedParams = []string{"filter"}
-
 var filterParams = []httpx.Param{
 	{Name: "name", Type: httpx.TypeString},
 	{Name: "userId", Type: httpx.TypeString, Description: "Observations of traces that carried this user id."},
@@ -48,6 +45,7 @@ var filterParams = []httpx.Param{
 	{Name: "fromStartTime", Type: httpx.TypeDateTime, Description: "Start time on or after (ISO 8601)."},
 	{Name: "toStartTime", Type: httpx.TypeDateTime, Description: "Start time before (ISO 8601)."},
 	{Name: "version", Type: httpx.TypeString},
+	httpx.FilterParam("observations"),
 }
 
 // Routes returns the observation routes.
@@ -175,8 +173,9 @@ func (h handlers) listV2(r *http.Request) (any, error) {
 
 // filter reads the filters both lists share.
 func filter(r *http.Request, q httpx.Query) (chstore.ObservationFilter, error) {
-	if err := q.Unsupported(unsupportedParams...); err != nil {
-		return chstore.ObservationFilter{}, err
+	filters, err := chstore.ParseFilters(q.String("filter"))
+	if err != nil {
+		return chstore.ObservationFilter{}, StoreError(err, "Observations")
 	}
 	f := chstore.ObservationFilter{
 		ProjectID:   httpx.ProjectID(r),
@@ -186,8 +185,8 @@ func filter(r *http.Request, q httpx.Query) (chstore.ObservationFilter, error) {
 		ParentID:    q.String("parentObservationId"),
 		Environment: q.Strings("environment"),
 		Version:     q.String("version"),
+		Filters:     filters,
 	}
-	var err error
 	if f.Type, err = q.OneOf("type", types); err != nil {
 		return f, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -204,6 +205,12 @@ func TestListV2(t *testing.T) {
 		"isRootObservation=true&sessionId=s1":     {"a000000000000001"},
 		"isRootObservation=false&userId=u2":       {},
 		"isRootObservation=false&type=GENERATION": {"a000000000000002"},
+		"filter=" + url.QueryEscape(`[{"column":"traceName","type":"string","operator":"=","value":"chat"}]`):                         {"a000000000000003", "a000000000000002", "a000000000000001"},
+		"filter=" + url.QueryEscape(`[{"column":"providedModelName","type":"stringOptions","operator":"any of","value":["gpt-4o"]}]`): {"a000000000000002"},
+		"filter=" + url.QueryEscape(`[{"column":"metadata","type":"stringObject","key":"k","operator":"=","value":"v"}]`):             {"a000000000000002"},
+		"filter=" + url.QueryEscape(`[{"column":"inputTokens","type":"number","operator":">=","value":3}]`):                           {"a000000000000002"},
+		"filter=" + url.QueryEscape(`[{"column":"userId","type":"string","operator":"=","value":"u2"}]`):                              {"b000000000000001"},
+		"type=SPAN&filter=" + url.QueryEscape(`[{"column":"tags","type":"arrayOptions","operator":"any of","value":["t"]}]`):          {"a000000000000001"},
 	} {
 		t.Run(query, func(t *testing.T) {
 			got := []string{}
@@ -218,20 +225,22 @@ func TestListV2(t *testing.T) {
 func TestBadParameters(t *testing.T) {
 	f := setup(t)
 	for target, param := range map[string]string{
-		"/api/public/observations?page=0":                   "page",
-		"/api/public/observations?type=SPANNER":             "type",
-		"/api/public/observations?level=LOUD":               "level",
-		"/api/public/observations?fromStartTime=monday":     "fromStartTime",
-		"/api/public/observations?filter=[]":                "filter",
-		"/api/public/v2/observations?limit=1001":            "limit",
-		"/api/public/v2/observations?fields=core,cost":      "fields",
-		"/api/public/v2/observations?cursor=not-base64!":    "cursor",
-		"/api/public/v2/observations?name=%zz":              "query string",
-		"/api/public/v2/observations?cursor=e30=":           "cursor",
-		"/api/public/v2/observations?parseIoAsJson=true":    "parseIoAsJson",
-		"/api/public/v2/observations?parseIoAsJson=maybe":   "parseIoAsJson",
-		"/api/public/v2/observations?isRootObservation=yes": "isRootObservation",
-		"/api/public/v2/observations?toStartTime=noon":      "toStartTime",
+		"/api/public/observations?page=0":                                                                      "page",
+		"/api/public/observations?type=SPANNER":                                                                "type",
+		"/api/public/observations?level=LOUD":                                                                  "level",
+		"/api/public/observations?fromStartTime=monday":                                                        "fromStartTime",
+		"/api/public/observations?filter=[":                                                                    "filter",
+		`/api/public/observations?filter=[{"column":"name","type":"number","operator":"=","value":1}]`:         `type "number"`,
+		`/api/public/v2/observations?filter=[{"column":"toolCalls","type":"number","operator":"=","value":1}]`: "not available",
+		"/api/public/v2/observations?limit=1001":                                                               "limit",
+		"/api/public/v2/observations?fields=core,cost":                                                         "fields",
+		"/api/public/v2/observations?cursor=not-base64!":                                                       "cursor",
+		"/api/public/v2/observations?name=%zz":                                                                 "query string",
+		"/api/public/v2/observations?cursor=e30=":                                                              "cursor",
+		"/api/public/v2/observations?parseIoAsJson=true":                                                       "parseIoAsJson",
+		"/api/public/v2/observations?parseIoAsJson=maybe":                                                      "parseIoAsJson",
+		"/api/public/v2/observations?isRootObservation=yes":                                                    "isRootObservation",
+		"/api/public/v2/observations?toStartTime=noon":                                                         "toStartTime",
 	} {
 		t.Run(target, func(t *testing.T) {
 			rec := apitest.Do(t, f.h, http.MethodGet, target, f.a.ProjectAuth, nil)

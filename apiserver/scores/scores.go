@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
@@ -102,6 +103,7 @@ func Routes(store Store, configs ConfigStore) []httpx.Route {
 }
 
 var listParams = append([]httpx.Param{
+	httpx.FilterParam("scores"),
 	{Name: "name", Type: httpx.TypeString},
 	{Name: "userId", Type: httpx.TypeString, Description: "Scores of traces that carried this user id."},
 	{Name: "fromTimestamp", Type: httpx.TypeDateTime},
@@ -149,8 +151,12 @@ func (h handlers) create(r *http.Request) (any, error) {
 
 func (h handlers) list(r *http.Request) (any, error) {
 	q := httpx.QueryOf(r)
-	if err := q.Unsupported("fields", "filter"); err != nil {
+	if err := q.Unsupported("fields"); err != nil {
 		return nil, err
+	}
+	filters, err := chstore.ParseFilters(q.String("filter"))
+	if err != nil {
+		return nil, observations.StoreError(err, "Scores")
 	}
 	p, err := q.Page()
 	if err != nil {
@@ -163,6 +169,7 @@ func (h handlers) list(r *http.Request) (any, error) {
 			ConfigID: q.String("configId"), Environment: q.Strings("environment"), Page: p.Number, Limit: p.Limit,
 		},
 		IDs: q.List("scoreIds"), QueueID: q.String("queueId"), UserID: q.String("userId"), TraceTags: q.Strings("traceTags"),
+		Filters: filters,
 	}
 	f := &search.ScoreFilter
 	if f.DataType, err = q.OneOf("dataType", dataTypes); err != nil {
@@ -191,7 +198,7 @@ func (h handlers) list(r *http.Request) (any, error) {
 	}
 	list, total, err := h.store.SearchScores(r.Context(), search)
 	if err != nil {
-		return nil, err
+		return nil, observations.StoreError(err, "Scores")
 	}
 	data := make([]Score, 0, len(list))
 	for _, sc := range list {

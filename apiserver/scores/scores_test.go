@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -110,6 +111,30 @@ func TestScoresOfEachType(t *testing.T) {
 	status(t, rec, http.StatusOK)
 	assert.Equal(t, 0.25, apitest.Decode[Score](t, rec).Value)
 	assert.Equal(t, int64(3), list(t, h, a.ProjectAuth, "").Meta.TotalItems)
+}
+
+// The structured filter selects scores by their fields and metadata,
+// together with the simple parameters.
+func TestScoreFilter(t *testing.T) {
+	h, a, b := setup(t)
+	create(t, h, a.ProjectAuth, map[string]any{"id": "num-1", "traceId": "trace-1", "name": "accuracy", "value": 0.75,
+		"metadata": map[string]any{"judge": map[string]any{"model": "exact"}}})
+	create(t, h, a.ProjectAuth, map[string]any{"id": "num-2", "traceId": "trace-2", "name": "accuracy", "value": 0.25})
+	create(t, h, a.ProjectAuth, map[string]any{"id": "cat-1", "traceId": "trace-2", "name": "tone", "value": "polite"})
+	create(t, h, b.ProjectAuth, map[string]any{"id": "theirs", "traceId": "trace-1", "name": "accuracy", "value": 0.9})
+	for filter, want := range map[string][]string{
+		`[{"column":"value","type":"number","operator":">","value":0.5}]`:                                                                                {"num-1"},
+		`[{"column":"name","type":"stringOptions","operator":"any of","value":["accuracy"]}]`:                                                            {"num-2", "num-1"},
+		`[{"column":"metadata","type":"stringObject","key":"judge.model","operator":"=","value":"exact"}]`:                                               {"num-1"},
+		`[{"column":"stringValue","type":"string","operator":"starts with","value":"POL"}]`:                                                              {"cat-1"},
+		`[{"column":"traceId","type":"string","operator":"=","value":"trace-2"},{"column":"dataType","type":"string","operator":"=","value":"NUMERIC"}]`: {"num-2"},
+	} {
+		got := ids(list(t, h, a.ProjectAuth, "?filter="+url.QueryEscape(filter)))
+		assert.ElementsMatch(t, want, got, filter)
+	}
+	rec := apitest.Do(t, h, http.MethodGet, "/api/public/v2/scores?filter="+url.QueryEscape(`[{"column":"score","type":"number","operator":">","value":1}]`), a.ProjectAuth, nil)
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), `\"score\"`)
 }
 
 func TestScoreValidationAndQueries(t *testing.T) {

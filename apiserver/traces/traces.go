@@ -124,7 +124,7 @@ const maxDeleteBatch = 1000
 // path of the public URL, usually empty).
 func Routes(store Store, prompts observations.PromptLookup, htmlPrefix string) []httpx.Route {
 	h := handlers{store: store, prompts: prompts, htmlPrefix: htmlPrefix}
-	listParams := append(append([]httpx.Param{}, httpx.PageParams...),
+	listParams := append(append([]httpx.Param{}, httpx.PageParams...), httpx.FilterParam("traces"),
 		httpx.Param{Name: "userId", Type: httpx.TypeString},
 		httpx.Param{Name: "name", Type: httpx.TypeString},
 		httpx.Param{Name: "sessionId", Type: httpx.TypeString},
@@ -170,8 +170,9 @@ type handlers struct {
 
 func (h handlers) list(r *http.Request) (any, error) {
 	q := httpx.QueryOf(r)
-	if err := q.Unsupported("filter"); err != nil {
-		return nil, err
+	filters, err := chstore.ParseFilters(q.String("filter"))
+	if err != nil {
+		return nil, observations.StoreError(err, "Traces")
 	}
 	page, err := q.Page()
 	if err != nil {
@@ -204,6 +205,7 @@ func (h handlers) list(r *http.Request) (any, error) {
 		Environment: q.Strings("environment"),
 		Release:     q.String("release"),
 		Version:     q.String("version"),
+		Filters:     filters,
 		OrderBy:     chstore.TraceOrder{Field: order.Field, Desc: order.Desc},
 		Page:        page.Number,
 		Limit:       page.Limit,

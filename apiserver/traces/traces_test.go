@@ -165,7 +165,12 @@ func TestListBadParameters(t *testing.T) {
 		"orderBy=timestamp":               "orderBy",
 		"orderBy=bookmarked.asc":          "orderBy",
 		"fields=core,everything":          "fields",
-		"filter=" + url.QueryEscape(`[]`): "filter",
+		"filter=" + url.QueryEscape(`{}`): "filter",
+		"filter=" + url.QueryEscape(`[{"column":"cost","type":"number","operator":">","value":1}]`):             `"cost"`,
+		"filter=" + url.QueryEscape(`[{"column":"name","type":"string","operator":"=","value":1}]`):             "value must be a string",
+		"filter=" + url.QueryEscape(`[{"column":"name","type":"string","operator":"like","value":"a"}]`):        `operator "like"`,
+		"filter=" + url.QueryEscape(`[{"column":"metadata","type":"stringObject","operator":"=","value":"a"}]`): "key",
+		"filter=" + url.QueryEscape(`[{"column":"name","type":"string","operator":"=","value":"a","x":1}]`):     "unknown field",
 	} {
 		t.Run(query, func(t *testing.T) {
 			rec := apitest.Do(t, f.h, http.MethodGet, "/api/public/traces?"+query, f.a.ProjectAuth, nil)
@@ -173,6 +178,46 @@ func TestListBadParameters(t *testing.T) {
 			body := apitest.Decode[map[string]string](t, rec)
 			assert.Contains(t, body["message"], param)
 			assert.Equal(t, "InvalidRequestError", body["error"])
+		})
+	}
+}
+
+// The structured filter selects traces by trace-level fields, metadata
+// (nested keys too), tags, numbers and scores, together with the simple
+// parameters.
+func TestListFilter(t *testing.T) {
+	f := setup(t)
+	for name, c := range map[string]struct {
+		filter string
+		extra  string
+		want   []string
+	}{
+		"name":             {`[{"column":"name","type":"string","operator":"=","value":"chat"}]`, "", []string{traceChat}},
+		"name contains":    {`[{"column":"name","type":"string","operator":"contains","value":"EAR"}]`, "", []string{traceSearch}},
+		"metadata":         {`[{"column":"metadata","type":"stringObject","key":"team","operator":"=","value":"search"}]`, "", []string{traceChat}},
+		"metadata missing": {`[{"column":"metadata","type":"null","key":"team","operator":"is null"}]`, "", []string{traceSearch}},
+		"tags all of":      {`[{"column":"tags","type":"arrayOptions","operator":"all of","value":["x","y"]}]`, "", []string{traceChat}},
+		"tags none of":     {`[{"column":"tags","type":"arrayOptions","operator":"none of","value":["y"]}]`, "", []string{traceSearch}},
+		"cost":             {`[{"column":"totalCost","type":"number","operator":">","value":0.01}]`, "", []string{traceChat}},
+		"user options":     {`[{"column":"userId","type":"stringOptions","operator":"any of","value":["u1","u2"]}]`, "", []string{traceSearch, traceChat}},
+		"with a parameter": {`[{"column":"userId","type":"stringOptions","operator":"any of","value":["u1","u2"]}]`, "&userId=u2", []string{traceSearch}},
+		"timestamp":        {`[{"column":"timestamp","type":"datetime","operator":">=","value":"2024-05-01T12:30:00Z"}]`, "", []string{traceSearch}},
+		"other project":    {`[{"column":"name","type":"string","operator":"=","value":"other"}]`, "", []string{}},
+		"no filter":        {`[]`, "", []string{traceSearch, traceChat}},
+		"score average":    {`[{"column":"scores_avg","type":"numberObject","key":"quality","operator":">=","value":0.5}]`, "", []string{traceChat}},
+		"score low":        {`[{"column":"scores_avg","type":"numberObject","key":"quality","operator":"<","value":0.5}]`, "", []string{}},
+		"category":         {`[{"column":"score_categories","type":"categoryOptions","key":"tone","operator":"any of","value":["polite"]}]`, "", []string{traceChat}},
+		"not category":     {`[{"column":"score_categories","type":"categoryOptions","key":"tone","operator":"none of","value":["polite"]}]`, "", []string{traceSearch}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := apitest.Do(t, f.h, http.MethodGet, "/api/public/traces?filter="+url.QueryEscape(c.filter)+c.extra, f.a.ProjectAuth, nil)
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			list := apitest.Decode[httpx.List[ListItem]](t, rec)
+			ids := []string{}
+			for _, tr := range list.Data {
+				ids = append(ids, tr.ID)
+			}
+			assert.Equal(t, c.want, ids)
 		})
 	}
 }

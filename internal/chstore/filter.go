@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -305,4 +306,43 @@ func boolInt(b bool) uint8 {
 		return 1
 	}
 	return 0
+}
+
+// ParseFilters decodes the `filter` parameter of the lists: a JSON array of
+// filter objects.
+func ParseFilters(text string) ([]Filter, error) {
+	if text == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	var filters []Filter
+	if err := dec.Decode(&filters); err != nil {
+		return nil, invalidQuery("", "filter must be a JSON array of {type, column, operator, value, key?} objects: %v", err)
+	}
+	if dec.More() {
+		return nil, invalidQuery("", "filter must be a single JSON array")
+	}
+	return filters, nil
+}
+
+// filteredKeys renders the semi-join of a list's `filter` parameter: the
+// rows whose keys are among those of view's rows that pass every filter.
+func (s *Store) filteredKeys(viewName, projectID string, w window, filters []Filter, keys string) (string, []any, error) {
+	v := views[viewName]
+	plan := rowsPlan{}
+	var conds []string
+	var args []any
+	for _, f := range filters {
+		cond, err := s.filterSQL(v, projectID, f, &plan)
+		if err != nil {
+			return "", nil, err
+		}
+		conds = append(conds, cond.String())
+		args = append(args, cond.args...)
+	}
+	rows := s.viewRows(v, projectID, w, plan)
+	q := &sqlb{}
+	q.add("("+keys+") GLOBAL IN (SELECT "+keys+" FROM (").sub(rows).add(") WHERE "+strings.Join(conds, " AND ")+")", args...)
+	return q.String(), q.args, nil
 }

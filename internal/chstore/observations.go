@@ -27,6 +27,8 @@ type ObservationFilter struct {
 	From    int64
 	To      int64
 	Version string
+	// Filters are the structured `filter` parameter, over the observations view.
+	Filters []Filter
 	// Page > 0 selects page mode: a 1-based page plus the total count.
 	// Otherwise the list runs in cursor mode, starting after Cursor (nil: from the newest).
 	Page   int
@@ -201,6 +203,13 @@ func (s *Store) ListObservations(ctx context.Context, f ObservationFilter) (Obse
 		w.add("is_root = 0 AND parent_id != ''")
 	}
 	s.notDeleted(w, f.ProjectID)
+	if len(f.Filters) > 0 {
+		cond, args, err := s.filteredKeys(ViewObservations, f.ProjectID, window{from: f.From, to: f.To}, f.Filters, "trace_id, id")
+		if err != nil {
+			return ObservationPage{}, err
+		}
+		w.add(cond, args...)
+	}
 
 	const order = "start_time_us DESC, trace_id DESC, id DESC"
 	_, limit := pageOf(1, f.Limit, defaultLimit)

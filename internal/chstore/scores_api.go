@@ -22,6 +22,8 @@ type ScoreSearch struct {
 	// keeps scores of traces that carry all these tags.
 	UserID    string
 	TraceTags []string
+	// Filters are the structured `filter` parameter, over every score.
+	Filters []Filter
 }
 
 // SearchScores returns one page of a project's scores, newest first, and the
@@ -81,6 +83,13 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 			" WHERE project_id = ? GROUP BY trace_id HAVING hasAll(groupUniqArrayArray(tags), ?))", f.ProjectID, q.TraceTags)
 	}
 	s.visibleScores(outer, f.ProjectID)
+	if len(q.Filters) > 0 {
+		cond, args, err := s.filteredKeys(viewScores, f.ProjectID, window{from: f.From, to: f.To}, q.Filters, "id")
+		if err != nil {
+			return nil, 0, err
+		}
+		outer.add(cond, args...)
+	}
 	query := "FROM (" + latest + ") AS latest WHERE " + outer.String()
 	args := append(inner.args[:len(inner.args):len(inner.args)], outer.args...)
 

@@ -42,7 +42,9 @@ type TraceFilter struct {
 	Environment []string
 	Release     string
 	Version     string
-	OrderBy     TraceOrder
+	// Filters are the structured `filter` parameter, over the traces view.
+	Filters []Filter
+	OrderBy TraceOrder
 	// Page is 1-based; Limit defaults to 50.
 	Page  int
 	Limit int
@@ -151,6 +153,13 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		rows.add("start_time < toDateTime(?) AND start_time_us < ?", ceilSeconds(f.To), f.To)
 	}
 	s.notDeleted(rows, f.ProjectID)
+	if len(f.Filters) > 0 {
+		cond, args, err := s.filteredKeys(ViewTraces, f.ProjectID, window{from: f.From, to: f.To}, f.Filters, "trace_id")
+		if err != nil {
+			return nil, 0, err
+		}
+		rows.add(cond, args...)
+	}
 
 	exprs := []traceExpr{exprStart, orderExpr}
 	having := &where{}
