@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +116,14 @@ func fixed(path string) func(server) string {
 // attacks has one entry per route; TestSecurityMatrix fails when a route
 // has none, so a new route cannot skip the matrix.
 var attacks = map[string]attack{
-	"GET /api/public/models": {auth: projectKey, target: fixed("/api/public/models?limit=100"), check: onlyOwn},
+	"GET /api/public/metrics": {auth: projectKey, target: fixed("/api/public/metrics?query=" + url.QueryEscape(
+		`{"view":"observations","dimensions":[{"field":"traceId"},{"field":"traceName"},{"field":"id"}],"metrics":[{"measure":"count","aggregation":"count"}],`+
+			`"fromTimestamp":"2000-01-01T00:00:00Z","toTimestamp":"2100-01-01T00:00:00Z"}`)), check: onlyOwn},
+	"GET /api/public/v2/metrics": {auth: projectKey, target: fixed("/api/public/v2/metrics?query=" + url.QueryEscape(
+		`{"view":"scores-numeric","dimensions":[{"field":"traceId"},{"field":"traceName"}],"metrics":[{"measure":"count","aggregation":"count"}],`+
+			`"fromTimestamp":"2000-01-01T00:00:00Z","toTimestamp":"2100-01-01T00:00:00Z","config":{"row_limit":100},"orderBy":[{"field":"count_count","direction":"desc"}]}`)), check: onlyOwn},
+	"GET /api/public/metrics/daily": {auth: projectKey, target: fixed("/api/public/metrics/daily?fromTimestamp=2024-01-01T00:00:00Z&toTimestamp=2025-01-01T00:00:00Z"), check: onlyOwn},
+	"GET /api/public/models":        {auth: projectKey, target: fixed("/api/public/models?limit=100"), check: onlyOwn},
 	"POST /api/public/models": {auth: projectKey, target: fixed("/api/public/models"),
 		body: func(server) any {
 			return map[string]any{"modelName": "secret-of-b", "matchPattern": "^secret-of-b$", "inputPrice": 0}

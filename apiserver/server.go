@@ -25,6 +25,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/memberships"
+	"github.com/glassbox-dev/glassbox/apiserver/metrics"
 	"github.com/glassbox-dev/glassbox/apiserver/models"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
 	"github.com/glassbox-dev/glassbox/apiserver/openapi"
@@ -142,6 +143,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, traces.Routes(ch, cp, cfg.htmlPathPrefix())...)
 	routes = append(routes, observations.Routes(ch, cp)...)
 	routes = append(routes, sessions.Routes(ch)...)
+	routes = append(routes, metrics.Routes(ch)...)
 	routes = append(routes, prompts.Routes(cp)...)
 	routes = append(routes, datasets.Routes(cp, ch)...)
 	routes = append(routes, scores.Routes(ch, cp)...)

@@ -160,6 +160,7 @@ var observationsView = func() view {
 			"outputCost":            {expr: sqlOutputCost, numeric: true},
 			"totalCost":             {expr: "total_cost", numeric: true},
 			"countScores":           {expr: "sc_count", numeric: true, integer: true, joins: joinScoreCount},
+			"uniqueTraceIds":        {expr: "trace_id"},
 			"uniqueUserIds":         {expr: "t_user_id", joins: joinTrace},
 			"uniqueSessionIds":      {expr: "t_session_id", joins: joinTrace},
 			"costByType":            {expr: "cost_by_type", numeric: true, joins: joinCostTypes},
