@@ -377,7 +377,12 @@ func aggregateSQL(m Metric, ms measure, agg string) (string, outKind, error) {
 	if ms.integer && m.Aggregation != "avg" {
 		kind = outInteger
 	}
-	return "CAST(" + agg + "(" + x + ") AS Nullable(Float64))", kind, nil
+	// Over no values a sum is 0 and the others are null, whether the group
+	// is empty or its values are.
+	if m.Aggregation == "sum" {
+		return "CAST(ifNull(sum(" + x + "), 0) AS Nullable(Float64))", kind, nil
+	}
+	return "if(count(" + x + ") = 0, NULL, CAST(" + agg + "(" + x + ") AS Nullable(Float64)))", kind, nil
 }
 
 // bucketSQL renders the start of a time bucket, Unix seconds, of a UTC
