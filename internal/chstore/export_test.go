@@ -163,3 +163,41 @@ func (s *Store) Mutations(ctx context.Context) (int, error) {
 		[]any{s.cfg.Database}, func(r rowScanner) error { return r.Scan(&n) })
 	return int(n), err
 }
+
+// RawRows runs a logged SELECT again and returns its rows as JSON values:
+// what the replay on a current release must answer too.
+func (s *Store) RawRows(ctx context.Context, query string) ([][]any, error) {
+	rows, err := s.conn.Query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types := rows.ColumnTypes()
+	var out [][]any
+	for rows.Next() {
+		dest := make([]any, len(types))
+		for i, ct := range types {
+			dest[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		row := make([]any, len(dest))
+		for i, d := range dest {
+			v := reflect.ValueOf(d).Elem()
+			for v.Kind() == reflect.Pointer {
+				if v.IsNil() {
+					break
+				}
+				v = v.Elem()
+			}
+			if v.Kind() == reflect.Pointer {
+				row[i] = nil
+			} else {
+				row[i] = v.Interface()
+			}
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}

@@ -369,9 +369,10 @@ func aggregateSQL(m Metric, ms measure, agg string) (string, outKind, error) {
 	case "count":
 		return "count(" + x + ")", outCount, nil
 	case "uniq":
-		return "uniqExact(" + x + ")", outCount, nil
+		// A group of only NULLs counts NULL, not 0, on 18.16.
+		return "ifNull(uniqExact(" + x + "), 0)", outCount, nil
 	case "histogram":
-		return "groupArray(toFloat64(" + x + "))", outHistogram, nil
+		return "arraySort(groupArray(toFloat64(" + x + ")))", outHistogram, nil
 	}
 	kind := outNumber
 	if ms.integer && m.Aggregation != "avg" {

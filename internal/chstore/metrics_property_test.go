@@ -556,6 +556,41 @@ func sortAnswer(rows []map[string]any, keys []string) []string {
 	return out
 }
 
+// randomMetricsQuery draws a query of any view.
+func randomMetricsQuery(r *rand.Rand, start time.Time) chstore.MetricsQuery {
+	return randomQuery(r, pick(r, propViews()), start)
+}
+
+// randomQuery draws up to two dimensions, one to three metrics, up to two
+// filters, a window within the data and a granularity.
+func randomQuery(r *rand.Rand, v propView, start time.Time) chstore.MetricsQuery {
+	q := chstore.MetricsQuery{View: v.name}
+	for _, d := range v.dimensions {
+		if r.IntN(4) == 0 && len(q.Dimensions) < 2 {
+			q.Dimensions = append(q.Dimensions, d)
+		}
+	}
+	measures := make([]string, 0, len(v.measures))
+	for m := range v.measures {
+		measures = append(measures, m)
+	}
+	sort.Strings(measures)
+	for range 1 + r.IntN(3) {
+		m := pick(r, measures)
+		metric := chstore.Metric{Measure: m, Aggregation: pick(r, v.measures[m])}
+		if !slices.Contains(q.Metrics, metric) {
+			q.Metrics = append(q.Metrics, metric)
+		}
+	}
+	for range r.IntN(3) {
+		q.Filters = append(q.Filters, v.filters(r))
+	}
+	q.From = start.Add(time.Duration(r.Int64N(int64(60 * time.Hour)))).Truncate(time.Second)
+	q.To = q.From.Add(time.Duration(1 + r.Int64N(int64(30*time.Hour)))).Truncate(time.Second).Add(time.Second)
+	q.Granularity = pick(r, []string{"", "", "hour", "day"})
+	return q
+}
+
 func TestMetricsMatchAPlainComputation(t *testing.T) {
 	s := chtest.Store(t)
 	seed := uint64(time.Now().UnixNano())
@@ -565,30 +600,7 @@ func TestMetricsMatchAPlainComputation(t *testing.T) {
 	ctx := context.Background()
 	for i := range 150 {
 		v := pick(r, propViews())
-		q := chstore.MetricsQuery{View: v.name}
-		for _, d := range v.dimensions {
-			if r.IntN(4) == 0 && len(q.Dimensions) < 2 {
-				q.Dimensions = append(q.Dimensions, d)
-			}
-		}
-		measures := make([]string, 0, len(v.measures))
-		for m := range v.measures {
-			measures = append(measures, m)
-		}
-		sort.Strings(measures)
-		for range 1 + r.IntN(3) {
-			m := pick(r, measures)
-			metric := chstore.Metric{Measure: m, Aggregation: pick(r, v.measures[m])}
-			if !slices.Contains(q.Metrics, metric) {
-				q.Metrics = append(q.Metrics, metric)
-			}
-		}
-		for range r.IntN(3) {
-			q.Filters = append(q.Filters, v.filters(r))
-		}
-		q.From = start.Add(time.Duration(r.Int64N(int64(60 * time.Hour)))).Truncate(time.Second)
-		q.To = q.From.Add(time.Duration(1+r.Int64N(int64(30*time.Hour)))).Truncate(time.Second).Add(time.Second)
-		q.Granularity = pick(r, []string{"", "", "hour", "day"})
+		q := randomQuery(r, v, start)
 
 		got, err := s.Metrics(ctx, "p1", q)
 		require.NoError(t, err, "seed %d query %d: %+v", seed, i, q)

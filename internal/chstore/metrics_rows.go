@@ -208,7 +208,7 @@ func (s *Store) scoreRows(v view, projectID string, w window, plan rowsPlan) *sq
 			sub(days).add(") AND trace_id IN (").sub(traceIDs()).add(") LIMIT 1 BY trace_id, id")
 		joined := &sqlb{}
 		joined.add("SELECT " + columns + ", ob_name, ob_model, ob_prompt_name, ob_prompt_version FROM (").sub(rows).
-			add(") ANY LEFT JOIN (").sub(obs).add(") USING (trace_id, observation_id)")
+			add(") AS rows ANY LEFT JOIN (").sub(obs).add(") AS joined USING (trace_id, observation_id)")
 		rows = joined
 	}
 	return rows
@@ -224,7 +224,7 @@ func (s *Store) joinTraces(rows *sqlb, columns, projectID string, traceIDs *sqlb
 		" WHERE project_id = ? AND toDate(start_time) IN (", projectID).sub(days).add(") AND trace_id IN (").sub(traceIDs).add(") GROUP BY trace_id")
 	joined := &sqlb{}
 	return joined.add("SELECT " + columns + ", " + aliases(traceDimExprs) + " FROM (").sub(rows).
-		add(") ANY LEFT JOIN (").sub(traces).add(") USING trace_id")
+		add(") AS rows ANY LEFT JOIN (").sub(traces).add(") AS joined USING trace_id")
 }
 
 // joinScoreCounts adds sc_count, the number of visible scores of each row's
@@ -247,7 +247,7 @@ func (s *Store) joinScoreCounts(rows *sqlb, columns, projectID string, traceIDs 
 		counts = (&sqlb{}).add("SELECT trace_id, observation_id AS id, sc_count FROM (").sub(counts).add(")")
 	}
 	joined := &sqlb{}
-	return joined.add("SELECT " + columns + ", sc_count FROM (").sub(rows).add(") ANY LEFT JOIN (").sub(counts).add(") USING " + keys)
+	return joined.add("SELECT " + columns + ", sc_count FROM (").sub(rows).add(") AS rows ANY LEFT JOIN (").sub(counts).add(") AS joined USING " + keys)
 }
 
 func aliases(exprs []traceExpr) string {

@@ -3,11 +3,13 @@ package chstore_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +26,8 @@ const portableSuiteEnv = "GLASSBOX_CHDB_SUITE"
 type suiteStatement struct {
 	SQL  string  `json:"sql"`
 	Rows *uint64 `json:"rows,omitempty"`
+	// Values are the rows of a metrics query, which the replay must equal.
+	Values [][]any `json:"values,omitempty"`
 }
 
 // TestPortableSuite runs every read the store offers on 18.16 and captures the
@@ -50,10 +54,12 @@ func TestPortableSuite(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 
 	runEveryRead(t, s)
+	runMetricsReads(t, s)
 
 	logged, err := s.LoggedStatements(ctx)
 	require.NoError(t, err)
 	var ddl, alters, selects []suiteStatement
+	metrics := 0
 	for _, st := range logged {
 		switch {
 		case strings.HasPrefix(st.SQL, "CREATE "):
@@ -76,7 +82,13 @@ func TestPortableSuite(t *testing.T) {
 				continue
 			}
 			rows := st.ResultRows
-			selects = append(selects, suiteStatement{SQL: st.SQL, Rows: &rows})
+			next := suiteStatement{SQL: st.SQL, Rows: &rows}
+			if strings.Contains(st.SQL, " AS m0") {
+				next.Values, err = s.RawRows(ctx, st.SQL)
+				require.NoError(t, err)
+				metrics++
+			}
+			selects = append(selects, next)
 		}
 	}
 	// Databases first, then tables, then the view that reads them.
@@ -93,6 +105,7 @@ func TestPortableSuite(t *testing.T) {
 	assert.Len(t, ddl, 10, "database, 7 tables, 2 views")
 	assert.Len(t, alters, 5, "the trace and score deletions' mutations")
 	assert.Greater(t, len(selects), 40)
+	assert.Greater(t, metrics, 100, "metrics queries whose values the replay compares")
 
 	suite := ddl
 	// trace_index and score_trace_index are left out: the views fill them.
@@ -116,6 +129,36 @@ func TestPortableSuite(t *testing.T) {
 	}
 	require.NoError(t, f.Close())
 	t.Logf("%d statements in %s", len(suite), path)
+}
+
+// runMetricsReads stores the property test's data and runs every metrics
+// field, measure and filter over it, plus random queries and the lists'
+// filters.
+func runMetricsReads(t *testing.T, s *chstore.Store) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 7))
+	start := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	propData(t, s, r, start)
+	for _, q := range chstore.EveryMetricsQuery() {
+		q.From, q.To = start, start.Add(72*time.Hour)
+		_, err := s.Metrics(ctx, "p1", q)
+		require.NoError(t, err, "%+v", q)
+	}
+	for range 40 {
+		q := randomMetricsQuery(r, start)
+		_, err := s.Metrics(ctx, "p1", q)
+		require.NoError(t, err, "%+v", q)
+	}
+	metadata := chstore.Filter{Column: "metadata", Type: "stringObject", Key: "a.b", Operator: "=", Value: "x"}
+	_, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "p1", Filters: []chstore.Filter{metadata,
+		{Column: "scores_avg", Type: "numberObject", Key: "quality", Operator: ">", Value: 0.5}}})
+	require.NoError(t, err)
+	_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "p1", Limit: 10, Filters: []chstore.Filter{metadata,
+		{Column: "traceName", Type: "string", Operator: "contains", Value: "a"}}})
+	require.NoError(t, err)
+	_, _, err = s.SearchScores(ctx, chstore.ScoreSearch{ScoreFilter: chstore.ScoreFilter{ProjectID: "p1"}, Filters: []chstore.Filter{
+		{Column: "traceName", Type: "string", Operator: "=", Value: "chat"}}})
+	require.NoError(t, err)
 }
 
 // deletedScore is the id of the score runEveryRead deletes; no read names it.
