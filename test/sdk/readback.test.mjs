@@ -74,3 +74,61 @@ test("traces and observations written through OTLP read back with @langfuse/clie
   await client.api.trace.delete(traces[1].traceId);
   await assert.rejects(client.api.trace.get(traces[1].traceId), (err) => err.statusCode === 404);
 });
+
+test("metrics of those traces through the SDK's v1 and v2 metrics clients", async () => {
+  const { runTag, traces } = await emitTraces({ count: 3 });
+  const from = new Date(Date.now() - 3600_000).toISOString();
+  const to = new Date(Date.now() + 3600_000).toISOString();
+  const onlyThisRun = [{ column: "tags", operator: "any of", value: [runTag], type: "arrayOptions" }];
+
+  // v2: generations of this run by model, cost and tokens summed.
+  const v2 = await eventually(async () => {
+    const res = await client.api.metrics.metrics({
+      query: JSON.stringify({
+        view: "observations",
+        dimensions: [{ field: "providedModelName" }, { field: "type" }],
+        metrics: [
+          { measure: "count", aggregation: "count" },
+          { measure: "totalCost", aggregation: "sum" },
+          { measure: "totalTokens", aggregation: "sum" },
+        ],
+        filters: [...onlyThisRun, { column: "type", operator: "=", value: "GENERATION", type: "string" }],
+        fromTimestamp: from,
+        toTimestamp: to,
+      }),
+    });
+    assert.equal(res.data.length, 1, JSON.stringify(res.data));
+    assert.equal(Number(res.data[0].count_count), traces.length);
+    return res;
+  });
+  const row = v2.data[0];
+  assert.equal(row.providedModelName, "gpt-4o-mini");
+  assert.equal(row.type, "GENERATION");
+  assert.ok(Math.abs(row.sum_totalCost - 0.00019 * traces.length) < 1e-9, `sum_totalCost ${row.sum_totalCost}`);
+  assert.equal(Number(row.sum_totalTokens), 19 * traces.length);
+
+  // v1: traces of this run per user, counted by day.
+  const v1 = await client.api.legacy.metricsV1.metrics({
+    query: JSON.stringify({
+      view: "traces",
+      dimensions: [{ field: "userId" }],
+      metrics: [{ measure: "count", aggregation: "count" }],
+      filters: onlyThisRun,
+      timeDimension: { granularity: "day" },
+      fromTimestamp: from,
+      toTimestamp: to,
+      orderBy: [{ field: "userId", direction: "asc" }],
+    }),
+  });
+  const perUser = {};
+  for (const r of v1.data) perUser[r.userId] = (perUser[r.userId] ?? 0) + Number(r.count_count);
+  const want = {};
+  for (const t of traces) want[t.userId] = (want[t.userId] ?? 0) + 1;
+  assert.deepEqual(perUser, want);
+
+  // A query the engine refuses comes back as the SDK's error with a 400.
+  await assert.rejects(
+    client.api.metrics.metrics({ query: JSON.stringify({ view: "observations", metrics: [{ measure: "nope", aggregation: "sum" }], fromTimestamp: from, toTimestamp: to }) }),
+    (err) => err.statusCode === 400,
+  );
+});
