@@ -60,9 +60,9 @@ type Server struct {
 
 var _ apikey.Verifier = (*Server)(nil)
 
-// New opens the stores, brings both schemas up to date, applies headless
-// initialisation when configured, and builds the routes. Close releases
-// the stores.
+// New opens the stores, brings both schemas up to date (ClickHouse's in the
+// background while it is down), applies headless initialisation when
+// configured, and builds the routes. Close releases the stores.
 func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,14 +77,12 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 			return nil, errors.Join(err, cp.Close())
 		}
 	}
-	ch, err := chstore.Open(ctx, cfg.ClickHouse.storeConfig())
+	// The server starts while ClickHouse is down and serves the control
+	// plane meanwhile; it creates the tables it reads (the collector may not
+	// have written yet) once ClickHouse answers.
+	ch, err := chstore.Connect(ctx, cfg.ClickHouse.storeConfig(), true, logger)
 	if err != nil {
 		return nil, errors.Join(err, cp.Close())
-	}
-	// The server may start before any collector has written, so it creates
-	// the tables it reads; migrations are idempotent.
-	if err := ch.Migrate(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("migrate clickhouse: %w", err), ch.Close(), cp.Close())
 	}
 	// A malformed key fails here; Routes then reads the same variable.
 	box, err := secretBox()

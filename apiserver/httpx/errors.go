@@ -64,7 +64,9 @@ var (
 	errInternal           = &Error{Status: http.StatusInternalServerError, Name: nameInternal, Message: "Internal Server Error"}
 	errMethodNotAllowed   = &Error{Status: http.StatusMethodNotAllowed, Name: nameMethodNotAllowed, Message: "Method not allowed"}
 	errRouteNotFound      = NotFound("Route not found")
-	errScopeForbidden     = Forbidden("Access denied - insufficient permissions for this endpoint")
+	errClickHouseDown     = &Error{Status: http.StatusServiceUnavailable, Name: "ServiceUnavailableError",
+		Message: "ClickHouse is unavailable; traces, observations, scores and metrics cannot be read or written until it is back. Retry shortly."}
+	errScopeForbidden = Forbidden("Access denied - insufficient permissions for this endpoint")
 )
 
 func payloadTooLarge(limit int64) *Error {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 // Request body limits when none are configured: the 1 MB that Langfuse's
@@ -278,6 +279,9 @@ func (rt *router) classify(r *http.Request, route *Route, err error) *Error {
 		return apiErr
 	case errors.As(err, &tooLarge):
 		return payloadTooLarge(tooLarge.Limit)
+	case errors.Is(err, chstore.ErrUnavailable):
+		rt.logger.Warn("ClickHouse is unavailable", zap.String("route", route.Path), zap.Error(err))
+		return errClickHouseDown
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		return errServiceUnavailable

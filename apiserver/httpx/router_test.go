@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 // fakeVerifier knows two keys: a project key and an organization key.
@@ -95,6 +97,9 @@ func testRoutes() []Route {
 		}},
 		{Method: http.MethodGet, Path: "/api/public/fail", Access: Public, Handler: func(*http.Request) (any, error) {
 			return nil, errors.New("secret internal detail")
+		}},
+		{Method: http.MethodGet, Path: "/api/public/stored", Access: Public, Handler: func(*http.Request) (any, error) {
+			return nil, fmt.Errorf("list traces: %w: dial tcp 10.0.0.9:9000: connection refused", chstore.ErrUnavailable)
 		}},
 	}
 }
@@ -210,6 +215,15 @@ func TestRouterStoreOutageIs503(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, "Service Unavailable", body["message"])
 	assert.Equal(t, 1, logs.FilterMessage("API key verification failed").Len())
+}
+
+func TestClickHouseOutageIs503(t *testing.T) {
+	h, logs := newTestRouter(t, fakeVerifier{})
+	code, body, _ := do(t, h, http.MethodGet, "/api/public/stored", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body["message"], "ClickHouse is unavailable")
+	assert.NotContains(t, body["message"], "10.0.0.9", "the address stays in the log")
+	assert.Equal(t, 1, logs.FilterMessage("ClickHouse is unavailable").Len())
 }
 
 func TestRouterErrors(t *testing.T) {

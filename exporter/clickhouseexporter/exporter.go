@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,24 +21,11 @@ import (
 
 const scopeName = "github.com/glassbox-dev/glassbox/exporter/clickhouseexporter"
 
-// Reconnect backoff while ClickHouse is unreachable at start.
-const (
-	connectInitialBackoff = time.Second
-	connectMaxBackoff     = 30 * time.Second
-)
-
-var errNotConnected = errors.New("not connected to ClickHouse yet")
-
 type chExporter struct {
 	cfg    *Config
 	logger *zap.Logger
 
-	store atomic.Pointer[chstore.Store]
-	// lastErr is why the store is not there yet, for push errors.
-	lastErr atomic.Pointer[error]
-
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	store *chstore.Store
 
 	rows      metric.Int64Counter
 	invalid   metric.Int64Counter
@@ -75,84 +60,35 @@ func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 	}, nil
 }
 
-// start tries once to connect (and migrate). When ClickHouse is not there it
-// keeps trying in the background instead of failing or holding up the
+// start tries once to connect (and migrate); when ClickHouse is not there
+// it keeps trying in the background instead of failing or holding up the
 // collector: until it connects, pushes fail as retryable, so batches wait in
 // the sending queue (on disk with a storage extension) and the retry policy
 // delivers them later.
 func (e *chExporter) start(ctx context.Context, _ component.Host) error {
-	runCtx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	if err := e.connect(ctx); err != nil {
-		e.logger.Warn("ClickHouse is not reachable; retrying in the background", zap.Error(err))
-		e.wg.Add(1)
-		go e.connectLoop(runCtx)
-	}
-	return nil
-}
-
-func (e *chExporter) connectLoop(ctx context.Context) {
-	defer e.wg.Done()
-	b := backoff{next: connectInitialBackoff, max: connectMaxBackoff}
-	for attempt := 2; ; attempt++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(b.step()):
-		}
-		err := e.connect(ctx)
-		if err == nil {
-			e.logger.Info("connected to ClickHouse", zap.Int("attempt", attempt))
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		e.logger.Warn("ClickHouse is still not reachable", zap.Int("attempt", attempt), zap.Error(err))
-	}
-}
-
-func (e *chExporter) connect(ctx context.Context) error {
-	s, err := chstore.Open(ctx, e.cfg.storeConfig())
-	if err == nil && e.cfg.CreateSchema {
-		if err = s.Migrate(ctx); err != nil {
-			err = errors.Join(fmt.Errorf("create schema: %w", err), s.Close())
-		}
-	}
+	s, err := chstore.Connect(ctx, e.cfg.storeConfig(), e.cfg.CreateSchema, e.logger)
 	if err != nil {
-		e.lastErr.Store(&err)
 		return err
 	}
-	e.store.Store(s)
+	e.store = s
 	return nil
 }
 
 func (e *chExporter) shutdown(context.Context) error {
-	if e.cancel != nil {
-		e.cancel()
+	if e.store == nil {
+		return nil
 	}
-	e.wg.Wait()
-	if s := e.store.Swap(nil); s != nil {
-		return s.Close()
-	}
-	return nil
+	return e.store.Close()
 }
 
 func (e *chExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	s := e.store.Load()
-	if s == nil {
-		if last := e.lastErr.Load(); last != nil {
-			return fmt.Errorf("%w: %w", errNotConnected, *last)
-		}
-		return errNotConnected
-	}
 	obs := mapping.Observations(td, time.Now())
 	obs = e.dropInvalid(ctx, obs)
 	if len(obs) == 0 {
 		return nil
 	}
 	start := time.Now()
-	err := s.InsertObservations(ctx, obs)
+	err := e.store.InsertObservations(ctx, obs)
 	e.duration.Record(ctx, time.Since(start).Seconds())
 	if err != nil {
 		if chstore.Permanent(err) {
@@ -179,13 +115,4 @@ func (e *chExporter) dropInvalid(ctx context.Context, obs []model.Observation) [
 		e.invalid.Add(ctx, int64(dropped))
 	}
 	return kept
-}
-
-// backoff doubles the wait between connection attempts up to max.
-type backoff struct{ next, max time.Duration }
-
-func (b *backoff) step() time.Duration {
-	d := b.next
-	b.next = min(2*b.next, b.max)
-	return d
 }

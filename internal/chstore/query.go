@@ -16,7 +16,7 @@ func (s *Store) query(ctx context.Context, query string, args []any, each func(r
 	defer cancel()
 	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
-		return err
+		return unavailable(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -24,7 +24,7 @@ func (s *Store) query(ctx context.Context, query string, args []any, each func(r
 			return err
 		}
 	}
-	return rows.Err()
+	return unavailable(rows.Err())
 }
 
 // where collects conditions joined by AND and their client-side binds.
@@ -81,7 +81,7 @@ func (s *Store) insert(ctx context.Context, table string, columns []string, n in
 	defer detach()
 	batch, err := s.conn.PrepareBatch(batchCtx, insertInto(table, columns))
 	if err != nil {
-		return fmt.Errorf("prepare insert: %w", err)
+		return fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
 	defer batch.Close()
 	for i := range n {
@@ -89,5 +89,5 @@ func (s *Store) insert(ctx context.Context, table string, columns []string, n in
 			return fmt.Errorf("%w: row %d: %w", ErrInvalid, i, err)
 		}
 	}
-	return batch.Send()
+	return unavailable(batch.Send())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/model"
@@ -618,5 +619,47 @@ func TestConcurrentMigrate(t *testing.T) {
 	// The schema works after the race.
 	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "c0c0000000000000000000000000000c", base)))
 	_, err = s.GetTrace(ctx, "p", "c0c0000000000000000000000000000c")
+	require.NoError(t, err)
+}
+
+// A store from Connect exists while ClickHouse is down: its calls fail as
+// unavailable (retryable), Ping says so, and Close stops the attempts.
+func TestConnectWhileClickHouseIsDown(t *testing.T) {
+	ctx := context.Background()
+	s, err := chstore.Connect(ctx, chstore.Config{DSN: "clickhouse://127.0.0.1:1", Database: "down"}, true, zap.NewNop())
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Ping(ctx), chstore.ErrUnavailable)
+	err = s.InsertObservations(ctx, traceOf("proj", "0123456789abcdef0123456789abcdef", base))
+	require.ErrorIs(t, err, chstore.ErrUnavailable)
+	assert.False(t, chstore.Permanent(err))
+	_, err = s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", Page: 1, Limit: 10})
+	require.ErrorIs(t, err, chstore.ErrUnavailable)
+	closed := make(chan error)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for the reconnect backoff")
+	}
+}
+
+// Reached at once, Connect returns a migrated store; a database without the
+// schema reads as unavailable, not as a failed query.
+func TestConnectMigratesAndMissingSchemaIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	cfg := chtest.Config(t)
+	bare, err := chstore.Open(ctx, cfg)
+	require.NoError(t, err)
+	defer bare.Close()
+	_, err = bare.GetTrace(ctx, "proj", "0123456789abcdef0123456789abcdef")
+	require.ErrorIs(t, err, chstore.ErrUnavailable)
+
+	s, err := chstore.Connect(ctx, cfg, true, zap.NewNop())
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Ping(ctx))
+	require.NoError(t, s.InsertObservations(ctx, traceOf("proj", "0123456789abcdef0123456789abcdef", base)))
+	_, err = bare.GetTrace(ctx, "proj", "0123456789abcdef0123456789abcdef")
 	require.NoError(t, err)
 }

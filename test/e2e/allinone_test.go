@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
@@ -25,8 +27,14 @@ type allInOne struct {
 
 func startAllInOne(t *testing.T) *allInOne {
 	t.Helper()
+	return startAllInOneOn(t, chtest.Config(t), http.StatusOK)
+}
+
+// startAllInOneOn runs it on the given ClickHouse and waits until its health
+// route answers health (503 while ClickHouse is down).
+func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
+	t.Helper()
 	bin := requireEnv(t, "GLASSBOX_BIN")
-	ch := chtest.Config(t)
 	dataDir := t.TempDir()
 	port := freePort(t)
 	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789-0123456789abcd",
@@ -59,7 +67,7 @@ func startAllInOne(t *testing.T) *allInOne {
 	require.NoError(t, c.cmd.Start())
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
 	t.Cleanup(func() { c.stop(t) })
-	c.waitReady(t)
+	c.waitHealth(t, health)
 	a.collector, a.DataDir = c, dataDir
 	return a
 }

@@ -160,6 +160,12 @@ func startCollector(t *testing.T, dsn, database string, queueDir string) *collec
 
 func (c *collector) waitReady(t *testing.T) {
 	t.Helper()
+	c.waitHealth(t, http.StatusOK)
+}
+
+// waitHealth polls the health route until it answers with status.
+func (c *collector) waitHealth(t *testing.T, status int) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -170,13 +176,13 @@ func (c *collector) waitReady(t *testing.T) {
 		resp, err := http.Get(c.BaseURL + "/api/public/health")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == status {
 				return
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("collector not ready after 60s:\n%s", c.log.String())
+	t.Fatalf("health did not answer %d within 60s:\n%s", status, c.log.String())
 }
 
 // stop shuts the collector down gracefully, so its queue is flushed or kept.

@@ -94,23 +94,30 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // lets in clients with a certificate from the tier's CA: plaintext, TLS
 // without a client certificate and a certificate of another CA are refused;
 // the first tier's certificate gets its spans stored.
-func TestWriterTierTakesOnlyTheFirstTier(t *testing.T) {
-	bin := requireEnv(t, "GLASSBOX_BIN")
-	ch := chtest.Config(t)
-	store := newStoreOn(t, ch)
-	writerCA, gatewayCA, rogueCA := newTestCA(t, "writers"), newTestCA(t, "gateways"), newTestCA(t, "rogue")
-	serverCert, serverKey := writerCA.issue(t, "writer", true)
-	gatewayCert, gatewayKey := gatewayCA.issue(t, "gateway", false)
-	rogueCert, rogueKey := rogueCA.issue(t, "rogue", false)
+// writerTier is a running configs/gateway-writer.yaml with its certificates.
+type writerTier struct {
+	*collector
+	listen                string
+	writerCA, gatewayCA   *testCA
+	serverCert, serverKey string
+}
 
+// startWriter runs the writer tier on ch and waits until its health
+// extension answers.
+func startWriter(t *testing.T, ch chstore.Config) *writerTier {
+	t.Helper()
+	bin := requireEnv(t, "GLASSBOX_BIN")
+	w := &writerTier{writerCA: newTestCA(t, "writers"), gatewayCA: newTestCA(t, "gateways")}
+	w.serverCert, w.serverKey = w.writerCA.issue(t, "writer", true)
 	dataDir := t.TempDir()
-	listen, health := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	w.listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	c := &collector{BaseURL: "http://" + health, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/gateway-writer.yaml"))
 	c.cmd.Env = append(os.Environ(),
-		"GLASSBOX_WRITER_LISTEN="+listen, "GLASSBOX_HEALTH_LISTEN="+health,
-		"GLASSBOX_WRITER_TLS_CERT="+serverCert, "GLASSBOX_WRITER_TLS_KEY="+serverKey,
-		"GLASSBOX_WRITER_TLS_CLIENT_CA="+gatewayCA.file(),
+		"GLASSBOX_WRITER_LISTEN="+w.listen, "GLASSBOX_HEALTH_LISTEN="+health,
+		"GLASSBOX_WRITER_TLS_CERT="+w.serverCert, "GLASSBOX_WRITER_TLS_KEY="+w.serverKey,
+		"GLASSBOX_WRITER_TLS_CLIENT_CA="+w.gatewayCA.file(),
 		"GLASSBOX_CLICKHOUSE_DSN="+ch.DSN, "GLASSBOX_CLICKHOUSE_DATABASE="+ch.Database,
 		"GLASSBOX_CLICKHOUSE_CLUSTER=", "GLASSBOX_CLICKHOUSE_REPLICATED=false",
 		"GLASSBOX_CONTROL_PLANE_DSN=sqlite://"+filepath.Join(dataDir, "cp.db"), "GLASSBOX_DATA_DIR="+dataDir,
@@ -127,48 +134,70 @@ func TestWriterTierTakesOnlyTheFirstTier(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 60*time.Second, 100*time.Millisecond, "writer not ready:\n%s", c.log)
+	w.collector = c
+	return w
+}
 
+// client is TLS to the writer, presenting certFile as client certificate
+// unless it is empty.
+func (w *writerTier) client(t *testing.T, certFile, keyFile string) credentials.TransportCredentials {
+	t.Helper()
 	roots := x509.NewCertPool()
-	roots.AddCert(writerCA.cert)
-	withCert := func(certFile, keyFile string) credentials.TransportCredentials {
-		cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
-		if certFile != "" {
-			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-			require.NoError(t, err)
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-		return credentials.NewTLS(cfg)
-	}
-	export := func(creds credentials.TransportCredentials, traceID pcommon.TraceID) error {
-		conn, err := grpc.NewClient(listen, grpc.WithTransportCredentials(creds))
+	roots.AddCert(w.writerCA.cert)
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 		require.NoError(t, err)
-		defer conn.Close()
-		td := ptrace.NewTraces()
-		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr(model.ProjectIDAttribute, "proj-w") // stamped by the first tier
-		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-		s.SetTraceID(traceID)
-		s.SetSpanID(pcommon.SpanID{1})
-		s.SetName("routed")
-		now := time.Now()
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Second)))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
-		return err
+		cfg.Certificates = []tls.Certificate{pair}
 	}
+	return credentials.NewTLS(cfg)
+}
+
+// gateway is what the first tier presents.
+func (w *writerTier) gateway(t *testing.T) credentials.TransportCredentials {
+	t.Helper()
+	cert, key := w.gatewayCA.issue(t, "gateway", false)
+	return w.client(t, cert, key)
+}
+
+// export sends one span of project proj-w, stamped as the first tier does.
+func (w *writerTier) export(t *testing.T, creds credentials.TransportCredentials, traceID pcommon.TraceID) error {
+	t.Helper()
+	conn, err := grpc.NewClient(w.listen, grpc.WithTransportCredentials(creds))
+	require.NoError(t, err)
+	defer conn.Close()
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(model.ProjectIDAttribute, "proj-w")
+	s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(traceID)
+	s.SetSpanID(pcommon.SpanID{1})
+	s.SetName("routed")
+	now := time.Now()
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Second)))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+	return err
+}
+
+func TestWriterTierTakesOnlyTheFirstTier(t *testing.T) {
+	ch := chtest.Config(t)
+	store := newStoreOn(t, ch)
+	w := startWriter(t, ch)
+	rogueCert, rogueKey := newTestCA(t, "rogue").issue(t, "rogue", false)
 
 	for name, creds := range map[string]credentials.TransportCredentials{
 		"plaintext":             insecure.NewCredentials(),
-		"no client certificate": withCert("", ""),
-		"another CA's client":   withCert(rogueCert, rogueKey),
-		"the writers' own cert": withCert(serverCert, serverKey), // not a client certificate of the first tier's CA
+		"no client certificate": w.client(t, "", ""),
+		"another CA's client":   w.client(t, rogueCert, rogueKey),
+		"the writers' own cert": w.client(t, w.serverCert, w.serverKey), // not a client certificate of the first tier's CA
 	} {
-		assert.Error(t, export(creds, pcommon.TraceID{0xee, 1}), name)
+		assert.Error(t, w.export(t, creds, pcommon.TraceID{0xee, 1}), name)
 	}
 	accepted := pcommon.TraceID{0xaa, 7}
-	require.NoError(t, export(withCert(gatewayCert, gatewayKey), accepted))
+	require.NoError(t, w.export(t, w.gateway(t), accepted))
 	tr := waitTrace(t, store, "proj-w", accepted.String(), 1)
 	assert.Equal(t, "routed", tr.Observations[0].Name)
 	_, err := store.GetTrace(context.Background(), "proj-w", pcommon.TraceID{0xee, 1}.String())

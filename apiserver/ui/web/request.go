@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/access"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
@@ -154,6 +155,7 @@ var (
 	ErrForbidden    = &Error{Status: http.StatusForbidden, Message: "Your role does not allow this. Ask an owner or admin of the organization."}
 	errSignInNeeded = &Error{Status: http.StatusUnauthorized, Message: "Please sign in."}
 	errInternal     = &Error{Status: http.StatusInternalServerError, Message: "Something went wrong on our side. Try again; if it persists, the server log says what failed."}
+	errClickHouse   = &Error{Status: http.StatusServiceUnavailable, Message: "The trace store (ClickHouse) is unavailable right now. Settings, prompts and datasets still work; try this page again shortly."}
 )
 
 // BadRequest is a 400 with a message for the person.
@@ -174,6 +176,9 @@ func (r *Request) fail(err error) {
 		e = &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, access.ErrDenied):
 		e = &Error{Status: http.StatusForbidden, Message: err.Error()}
+	case errors.Is(err, chstore.ErrUnavailable):
+		r.app.logger.Warn("ClickHouse is unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		e = errClickHouse
 	case r.Context().Err() != nil:
 		return
 	default:
