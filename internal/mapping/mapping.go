@@ -391,16 +391,35 @@ func (m *mapper) name() string {
 	return m.span.Name()
 }
 
-// environment takes the first environment key set on the span or, failing
-// that, on the resource.
 func (m *mapper) environment() string {
 	a := &m.a
-	for i, at := range [...]attr{a.environment, a.deployEnvName, a.deployEnv} {
-		if at.truthy() {
-			return normalizeEnvironment(at.text())
+	return firstEnvironment([3]attr{a.environment, a.deployEnvName, a.deployEnv}, m.res.envs)
+}
+
+// environmentKeys name a span's environment, in precedence order.
+var environmentKeys = [3]string{"langfuse.environment", "deployment.environment.name", "deployment.environment"}
+
+// Environment is the environment a span with these span and resource
+// attributes is stored under. Processors that decide by environment (the
+// sampling rates) use it, so that they see what the reads show.
+func Environment(span, res pcommon.Map) string {
+	var spanEnvs, resEnvs [3]attr
+	for i, k := range environmentKeys {
+		spanEnvs[i].v, spanEnvs[i].ok = span.Get(k)
+		resEnvs[i].v, resEnvs[i].ok = res.Get(k)
+	}
+	return firstEnvironment(spanEnvs, resEnvs)
+}
+
+// firstEnvironment takes the first environment key set on the span or,
+// failing that, on the resource, normalised.
+func firstEnvironment(span, res [3]attr) string {
+	for i := range environmentKeys {
+		if span[i].truthy() {
+			return normalizeEnvironment(span[i].text())
 		}
-		if r := m.res.envs[i]; r.truthy() {
-			return normalizeEnvironment(r.text())
+		if res[i].truthy() {
+			return normalizeEnvironment(res[i].text())
 		}
 	}
 	return defaultEnvironment

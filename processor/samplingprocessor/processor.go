@@ -16,19 +16,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/refresh"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
 
 const scopeName = "github.com/glassbox-dev/glassbox/processor/samplingprocessor"
-
-// defaultEnvironment is the environment of spans that name none, as stored.
-const defaultEnvironment = "default"
-
-// environmentKeys are the attributes naming a span's environment, in the
-// mapping's order; for each the span's value comes before the resource's.
-var environmentKeys = [...]string{"langfuse.environment", "deployment.environment.name", "deployment.environment"}
 
 type samplingProcessor struct {
 	cfg    *Config
@@ -167,31 +161,20 @@ func (p *samplingProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 	return td, nil
 }
 
-// rateOf returns the first rate the levels set for the span's environment;
-// the environment is looked up only when some level has environment rates.
+// rateOf returns the first rate the levels set for the span's environment,
+// as it will be stored; the environment is looked up only when some level
+// has environment rates.
 func rateOf(levels []sampling.Rates, span, res pcommon.Map) float64 {
 	env := ""
 	for _, l := range levels {
 		if len(l.Environments) > 0 && env == "" {
-			env = environment(span, res)
+			env = mapping.Environment(span, res)
 		}
 		if r, ok := l.Lookup(env); ok {
 			return r
 		}
 	}
 	return 1
-}
-
-// environment is the span's environment, lower-cased, "default" when none.
-func environment(span, res pcommon.Map) string {
-	for _, k := range environmentKeys {
-		for _, m := range [2]pcommon.Map{span, res} {
-			if v, ok := m.Get(k); ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" {
-				return strings.ToLower(v.Str())
-			}
-		}
-	}
-	return defaultEnvironment
 }
 
 // sampleRate is an earlier stage's glassbox.sample_rate when it is a

@@ -273,6 +273,29 @@ func TestRatesByProjectAndEnvironment(t *testing.T) {
 	}
 }
 
+// The rates see the environment as the mapping stores it: "langfuse-prod"
+// is stored, listed and sampled as "prod", an integer environment as its
+// text, and a blank one as "default".
+func TestEnvironmentAsStored(t *testing.T) {
+	cfg := withRate(1)
+	cfg.Environments = map[string]float64{"prod": 0, "default": 0, "7": 0}
+	h := newHarness(t, cfg, nil)
+	id := traceIDs(1)[0]
+	span := func(n byte, attrs map[string]any) spanSpec { return spanSpec{trace: id, span: n, attrs: attrs} }
+	h.consume(t, build(t, resourceSpec{project: "p", attrs: map[string]any{"deployment.environment": "langfuse-prod"}, spans: []spanSpec{
+		span(1, nil),
+		span(2, map[string]any{"langfuse.environment": "Langfuse_Prod"}),
+		span(3, map[string]any{"langfuse.environment": ""}), // blank: the resource's
+		span(4, map[string]any{"langfuse.environment": int64(7)}),
+		span(5, map[string]any{"langfuse.environment": "staging"}),
+	}}))
+	var got []byte
+	for _, s := range keptSpans(h.sink) {
+		got = append(got, s.span)
+	}
+	assert.ElementsMatch(t, []byte{5}, got)
+}
+
 func TestSettingsFromExtension(t *testing.T) {
 	sourceID := component.MustNewID("glassbox_api")
 	src := &fakeSource{}
