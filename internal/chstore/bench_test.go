@@ -42,9 +42,14 @@ func benchText(r *rand.Rand, n int) string {
 	return b.String()
 }
 
+// benchModels are the models the generations call, most often the first.
+var benchModels = []string{"gpt-4o-mini", "gpt-4o-mini", "gpt-4o", "claude-sonnet-4", "gemini-2.5-flash"}
+
 // benchTrace builds one trace of 3 to 17 observations (10 on average) with
-// LLM-sized inputs and outputs: ~2 KB per generation, ~300 B per other span.
-func benchTrace(r *rand.Rand, i int, start int64) []model.Observation {
+// LLM-sized inputs and outputs: ~2 KB per generation, ~300 B per other span,
+// times textScale.
+func benchTrace(r *rand.Rand, i int, start int64, textScale float64) []model.Observation {
+	text := func(n int) string { return benchText(r, max(1, int(float64(n)*textScale))) }
 	project := fmt.Sprintf("proj-%d", i%benchProjects)
 	traceID := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 	n := 3 + r.IntN(15)
@@ -55,7 +60,7 @@ func benchTrace(r *rand.Rand, i int, start int64) []model.Observation {
 		TraceName: fmt.Sprintf("workflow-%d", r.IntN(20)), UserID: fmt.Sprintf("user-%d", r.IntN(benchUsers)),
 		SessionID: fmt.Sprintf("session-%d-%d", i%benchProjects, i/50), Tags: []string{"chat", fmt.Sprintf("tier-%d", r.IntN(3))},
 		TraceMetadata: fmt.Sprintf(`{"customer":"c-%d","plan":"pro"}`, r.IntN(1000)),
-		TraceInput:    `{"question":"` + benchText(r, 150) + `"}`, TraceOutput: `{"answer":"` + benchText(r, 250) + `"}`,
+		TraceInput:    `{"question":"` + text(150) + `"}`, TraceOutput: `{"answer":"` + text(250) + `"}`,
 		IsRoot: true, ServiceName: "chat-api", ScopeName: "langfuse-sdk", ScopeVersion: "3.2.0", SampleRate: 1,
 	}
 	root.Input, root.Output = root.TraceInput, root.TraceOutput
@@ -68,18 +73,18 @@ func benchTrace(r *rand.Rand, i int, start int64) []model.Observation {
 		}
 		o.EndTime = o.StartTime + 300_000 + int64(r.IntN(1_000_000))
 		if k%3 == 1 {
-			o.Type, o.Name, o.Model = model.TypeGeneration, "llm-call", "gpt-4o-mini"
-			o.Input = `[{"role":"system","content":"` + benchText(r, 400) + `"},{"role":"user","content":"` + benchText(r, 800) + `"}]`
-			o.Output = `{"role":"assistant","content":"` + benchText(r, 600) + `"}`
+			o.Type, o.Name, o.Model = model.TypeGeneration, "llm-call", benchModels[r.IntN(len(benchModels))]
+			o.Input = `[{"role":"system","content":"` + text(400) + `"},{"role":"user","content":"` + text(800) + `"}]`
+			o.Output = `{"role":"assistant","content":"` + text(600) + `"}`
 			o.ModelParameters = `{"temperature":0.2,"max_tokens":512}`
 			in, out := int64(300+r.IntN(500)), int64(100+r.IntN(300))
 			o.UsageDetails = map[string]int64{"input": in, "output": out, "total": in + out}
 			o.CostDetails = map[string]float64{"input": float64(in) * 1.5e-7, "output": float64(out) * 6e-7, "total": float64(in)*1.5e-7 + float64(out)*6e-7}
 			o.CompletionStartTime = o.StartTime + 150_000
 		} else {
-			o.Type, o.Name = model.TypeTool, "search"
-			o.Input = `{"query":"` + benchText(r, 80) + `"}`
-			o.Output = `{"hits":"` + benchText(r, 200) + `"}`
+			o.Type, o.Name = model.TypeTool, []string{"search", "fetch-page", "calculator"}[r.IntN(3)]
+			o.Input = `{"query":"` + text(80) + `"}`
+			o.Output = `{"hits":"` + text(200) + `"}`
 		}
 		obs = append(obs, o)
 	}
@@ -116,7 +121,7 @@ func BenchmarkRead(b *testing.B) {
 	)
 	step := benchDays * 24 * time.Hour.Microseconds() / (benchObservations / 10)
 	for i := 0; stored < benchObservations; i++ {
-		obs := benchTrace(r, i, start+int64(i)*step+r.Int64N(step))
+		obs := benchTrace(r, i, start+int64(i)*step+r.Int64N(step), 1)
 		traces = append(traces, benchTraceRef{obs[0].ProjectID, obs[0].TraceID})
 		batch = append(batch, obs...)
 		for _, o := range obs {
@@ -140,21 +145,7 @@ func BenchmarkRead(b *testing.B) {
 		// First right after the load, with many small parts, then once background
 		// merges have settled as they do between bursts of traffic.
 		measureReads(b, s, r, traces, start, end, "fresh-")
-		settle := time.Now()
-		parts, err := s.ActiveParts(ctx)
-		require.NoError(b, err)
-		b.Logf("%d parts after the load", parts)
-		for stable := 0; stable < 10 && time.Since(settle) < 5*time.Minute; {
-			time.Sleep(time.Second)
-			now, err := s.ActiveParts(ctx)
-			require.NoError(b, err)
-			if now == parts {
-				stable++
-			} else {
-				parts, stable = now, 0
-			}
-		}
-		b.Logf("%d parts after %s of background merges", parts, time.Since(settle).Round(time.Second))
+		waitForMerges(b, s)
 		measureReads(b, s, r, traces, start, end, "")
 		b.ReportMetric(insertRate, "insert-rows/s")
 	}

@@ -1,6 +1,6 @@
 // Reads traces written through ingestion back with the official REST client
 // (@langfuse/client), against a running all-in-one Glassbox.
-import { test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { LangfuseClient } from "@langfuse/client";
 import { emitTraces } from "./lib/emit.mjs";
@@ -20,13 +20,21 @@ async function eventually(fn, timeoutMs = 30000) {
   }
 }
 
+// The OTel SDK registers itself globally once per process, so the traces are
+// emitted once and both tests read them.
+let runTag;
+let traces;
+let deleted;
+before(async () => {
+  ({ runTag, traces } = await emitTraces({ count: 3 }));
+});
+
 test("traces and observations written through OTLP read back with @langfuse/client", async () => {
   const health = await client.api.health.health();
   assert.equal(health.status, "OK");
   const projects = await client.api.projects.get();
   assert.equal(projects.data.length, 1, "a project key sees its own project");
 
-  const { runTag, traces } = await emitTraces({ count: 2 });
   for (const sent of traces) {
     const trace = await eventually(async () => {
       const t = await client.api.trace.get(sent.traceId);
@@ -71,12 +79,13 @@ test("traces and observations written through OTLP read back with @langfuse/clie
   const session = await client.api.sessions.get(traces[0].sessionId);
   assert.deepEqual(session.traces.map((t) => t.id).sort(), traces.map((t) => t.traceId).sort());
 
-  await client.api.trace.delete(traces[1].traceId);
-  await assert.rejects(client.api.trace.get(traces[1].traceId), (err) => err.statusCode === 404);
+  deleted = traces[1].traceId;
+  await client.api.trace.delete(deleted);
+  await assert.rejects(client.api.trace.get(deleted), (err) => err.statusCode === 404);
 });
 
 test("metrics of those traces through the SDK's v1 and v2 metrics clients", async () => {
-  const { runTag, traces } = await emitTraces({ count: 3 });
+  const live = traces.filter((t) => t.traceId !== deleted); // a deleted trace counts no more
   const from = new Date(Date.now() - 3600_000).toISOString();
   const to = new Date(Date.now() + 3600_000).toISOString();
   const onlyThisRun = [{ column: "tags", operator: "any of", value: [runTag], type: "arrayOptions" }];
@@ -98,14 +107,14 @@ test("metrics of those traces through the SDK's v1 and v2 metrics clients", asyn
       }),
     });
     assert.equal(res.data.length, 1, JSON.stringify(res.data));
-    assert.equal(Number(res.data[0].count_count), traces.length);
+    assert.equal(Number(res.data[0].count_count), live.length);
     return res;
   });
   const row = v2.data[0];
   assert.equal(row.providedModelName, "gpt-4o-mini");
   assert.equal(row.type, "GENERATION");
-  assert.ok(Math.abs(row.sum_totalCost - 0.00019 * traces.length) < 1e-9, `sum_totalCost ${row.sum_totalCost}`);
-  assert.equal(Number(row.sum_totalTokens), 19 * traces.length);
+  assert.ok(Math.abs(row.sum_totalCost - 0.00019 * live.length) < 1e-9, `sum_totalCost ${row.sum_totalCost}`);
+  assert.equal(Number(row.sum_totalTokens), 19 * live.length);
 
   // v1: traces of this run per user, counted by day.
   const v1 = await client.api.legacy.metricsV1.metrics({
@@ -123,7 +132,7 @@ test("metrics of those traces through the SDK's v1 and v2 metrics clients", asyn
   const perUser = {};
   for (const r of v1.data) perUser[r.userId] = (perUser[r.userId] ?? 0) + Number(r.count_count);
   const want = {};
-  for (const t of traces) want[t.userId] = (want[t.userId] ?? 0) + 1;
+  for (const t of live) want[t.userId] = (want[t.userId] ?? 0) + 1;
   assert.deepEqual(perUser, want);
 
   // A query the engine refuses comes back as the SDK's error with a 400.
