@@ -35,12 +35,14 @@ chromium --version 2>/dev/null || true
 
 echo "== node packages"
 ensure_node_modules test/sdk
+ensure_node_modules test/integrations
 ensure_node_modules internal/chstore/chdbcheck
 
 echo "== build"
 ./scripts/build.sh
 export GLASSBOX_BIN=$PWD/bin/glassbox
 export GLASSBOX_SDK_DIR=$PWD/test/sdk
+export GLASSBOX_INTEGRATIONS_DIR=$PWD/test/integrations
 
 echo "== lint"
 make --no-print-directory lint

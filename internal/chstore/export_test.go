@@ -201,3 +201,10 @@ func (s *Store) RawRows(ctx context.Context, query string) ([][]any, error) {
 	}
 	return out, rows.Err()
 }
+
+// CountObservations counts the stored observation rows of every project.
+func (s *Store) CountObservations(ctx context.Context) (int, error) {
+	var n uint64
+	err := s.query(ctx, "SELECT count() FROM "+s.ddl.name(observationsTable), nil, func(r rowScanner) error { return r.Scan(&n) })
+	return int(n), err
+}

@@ -144,9 +144,10 @@ type spanAttrs struct {
 	// Type, name and model.
 	oiKind, genaiOperation, genkitSubtype, genkitName, operationName, aiOperationID  attr
 	aiModelID, genaiRequestModel, genaiResponseModel, llmModelName, llmResponseModel attr
+	embeddingModelName, errorType, traceloopKind                                     attr
 	model, genaiToolName, genaiToolCallID, flueToolName, flueToolCallID              attr
 	flueTaskID, flueTaskAgent, logfireMsg, aiToolCallName, aiFunctionID              attr
-	aiMsToFirstChunk, aiStreamMsToFirstChunk                                         attr
+	aiMsToFirstChunk, aiStreamMsToFirstChunk, genaiTimeToFirstChunk                  attr
 
 	// Input and output.
 	aiPromptMessages, aiPrompt, aiToolCallArgs, aiResponseText, aiResultText        attr
@@ -302,6 +303,12 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p = &a.genaiResponseModel
 	case "llm.model_name":
 		p = &a.llmModelName
+	case "embedding.model_name":
+		p = &a.embeddingModelName
+	case "error.type":
+		p = &a.errorType
+	case "traceloop.span.kind":
+		p = &a.traceloopKind
 	case "llm.response.model":
 		p = &a.llmResponseModel
 	case "model":
@@ -328,6 +335,8 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p = &a.aiMsToFirstChunk
 	case "ai.stream.msToFirstChunk":
 		p = &a.aiStreamMsToFirstChunk
+	case "gen_ai.client.operation.time_to_first_chunk":
+		p = &a.genaiTimeToFirstChunk
 
 	case "ai.prompt.messages":
 		p, hidden = &a.aiPromptMessages, true

@@ -302,7 +302,7 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 	o.CompletionStartTime = m.completionStart(o.StartTime)
 	o.StatusMessage = a.obsStatusMessage.text()
 	if !a.obsStatusMessage.ok {
-		o.StatusMessage = span.Status().Message()
+		o.StatusMessage = statusMessage(span, a.errorType)
 	}
 
 	o.Input, o.Output = m.inputOutput()
@@ -430,7 +430,7 @@ func (m *mapper) model() string {
 	a := &m.a
 	for _, at := range [...]attr{
 		a.obsModel, a.genaiResponseModel, a.aiModelID, a.genaiRequestModel,
-		a.llmResponseModel, a.llmModelName, a.model,
+		a.llmResponseModel, a.llmModelName, a.embeddingModelName, a.model,
 	} {
 		if at.truthy() {
 			return at.text()
@@ -482,7 +482,30 @@ func (m *mapper) completionStart(start int64) int64 {
 	if f, ok := floatOf(ms); ok && f > 0 {
 		return start + ceilMillis(f)*1000
 	}
+	// The GenAI conventions' client metric, as a span attribute (seconds):
+	// what the AI SDK's @ai-sdk/otel sends.
+	if f, ok := floatOf(a.genaiTimeToFirstChunk); ok && f > 0 {
+		return start + int64(f*1e6)
+	}
 	return 0
+}
+
+// statusMessage is the span status's message or, for a failed span whose
+// status says nothing (the Anthropic SDK's own spans), its exception's
+// message, else its error.type.
+func statusMessage(span ptrace.Span, errorType attr) string {
+	if msg := span.Status().Message(); msg != "" || span.Status().Code() != ptrace.StatusCodeError {
+		return msg
+	}
+	events := span.Events()
+	for i := 0; i < events.Len(); i++ {
+		if e := events.At(i); e.Name() == "exception" {
+			if v, ok := e.Attributes().Get("exception.message"); ok && v.Str() != "" {
+				return v.Str()
+			}
+		}
+	}
+	return errorType.text()
 }
 
 func ceilMillis(f float64) int64 {

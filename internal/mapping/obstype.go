@@ -33,6 +33,11 @@ func (m *mapper) observationType() string {
 			return t
 		}
 	}
+	if a.traceloopKind.meaningful() {
+		if t := lookupType(a.traceloopKind.str(), traceloopKinds); t != "" {
+			return t
+		}
+	}
 	if t := m.vercelType(); t != "" {
 		return t
 	}
@@ -73,6 +78,13 @@ func (m *mapper) pythonLegacyGeneration() bool {
 }
 
 type typeMapping struct{ value, typ string }
+
+// traceloopKinds are OpenLLMetry's span kinds; its "task" stays a span.
+var traceloopKinds = []typeMapping{
+	{"workflow", model.TypeChain},
+	{"agent", model.TypeAgent},
+	{"tool", model.TypeTool},
+}
 
 var langfuseTypes = []typeMapping{
 	{"span", model.TypeSpan},

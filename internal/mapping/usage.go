@@ -47,7 +47,7 @@ var (
 		}},
 		{UsageInputCacheCreate, []string{
 			UsageInputCacheCreate, "cache_creation.input_tokens", "cache_creation_input_tokens",
-			"cache_write_tokens", "cache_write_input_tokens", "details.cache_creation_input_tokens",
+			"cache_write.input_tokens", "cache_write_tokens", "cache_write_input_tokens", "details.cache_creation_input_tokens",
 			"details.cache_write_tokens", "prompt_details.cache_write", "cacheCreationInputTokens",
 		}},
 		{UsageInputAudio, []string{

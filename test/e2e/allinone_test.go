@@ -80,13 +80,31 @@ func repoPath(t *testing.T, rel string) string {
 	return p
 }
 
+// TestIntegrationsFromNPM runs the suites in test/integrations: the
+// instrumentation libraries users install (Vercel AI SDK, OpenInference,
+// OpenTelemetry's and OpenLLMetry's OpenAI instrumentations, the Anthropic
+// SDK's own tracing, LangChain JS, LlamaIndex TS), pinned in its
+// package-lock.json, exporting to the all-in-one deployment.
+func TestIntegrationsFromNPM(t *testing.T) {
+	runNodeSuites(t, requireEnv(t, "GLASSBOX_INTEGRATIONS_DIR"), "*.test.*js", func(a *allInOne) []string {
+		return []string{"GLASSBOX_URL=" + a.BaseURL, "GLASSBOX_PUBLIC_KEY=" + a.PublicKey, "GLASSBOX_SECRET_KEY=" + a.SecretKey}
+	})
+}
+
 // TestAllInOneWithOfficialSDK runs the Node suites in test/sdk (the official
 // @langfuse/* packages) against the all-in-one deployment: one base URL for
 // OTLP ingestion and the REST API.
 func TestAllInOneWithOfficialSDK(t *testing.T) {
-	sdkDir := requireEnv(t, "GLASSBOX_SDK_DIR")
+	runNodeSuites(t, requireEnv(t, "GLASSBOX_SDK_DIR"), "*.test.mjs", func(a *allInOne) []string {
+		return []string{"LANGFUSE_BASE_URL=" + a.BaseURL, "LANGFUSE_PUBLIC_KEY=" + a.PublicKey, "LANGFUSE_SECRET_KEY=" + a.SecretKey}
+	})
+}
+
+// runNodeSuites runs node --test on dir's files matching pattern, one file
+// at a time, against a fresh all-in-one deployment described to them by env.
+func runNodeSuites(t *testing.T, dir, pattern string, env func(*allInOne) []string) {
 	a := startAllInOne(t)
-	suites, err := filepath.Glob(filepath.Join(sdkDir, "*.test.mjs"))
+	suites, err := filepath.Glob(filepath.Join(dir, pattern))
 	require.NoError(t, err)
 	require.NotEmpty(t, suites)
 
@@ -94,13 +112,9 @@ func TestAllInOneWithOfficialSDK(t *testing.T) {
 	defer cancel()
 	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec"}, suites...)
 	cmd := exec.CommandContext(ctx, "node", args...)
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(),
-		"LANGFUSE_BASE_URL="+a.BaseURL,
-		"LANGFUSE_PUBLIC_KEY="+a.PublicKey,
-		"LANGFUSE_SECRET_KEY="+a.SecretKey,
-	)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env(a)...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
-	require.NoError(t, err, "the official SDK suites failed against the all-in-one deployment")
+	require.NoError(t, err, "the Node suites in %s failed against the all-in-one deployment", dir)
 }

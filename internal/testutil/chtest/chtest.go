@@ -78,7 +78,9 @@ func uniqueName() string {
 }
 
 func dropDatabase(t testing.TB, cfg chstore.Config) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A benchmark's database of millions of rows takes a while to drop.
+	cfg.QueryTimeout = 5 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.QueryTimeout)
 	defer cancel()
 	s, err := chstore.Open(ctx, cfg)
 	if err != nil {
