@@ -6,7 +6,8 @@
 #     same load against a stock pass-through pipeline (otlp receiver -> nop) in
 #     the same binary, and the ratio between them; a CPU profile of the
 #     Glassbox run says where the time goes;
-#  2. trace list and single-trace read latency with 1M observations loaded;
+#  2. trace list and single-trace read latency with 1M observations loaded,
+#     and the dashboards' metrics queries with 10M;
 #  3. the web UI with 1M observations: the traces page and a trace page
 #     rendered server-side, a 10,000-observation trace opened in Chromium,
 #     and the JS+CSS each page ships.
@@ -130,6 +131,10 @@ if [ "${BENCH_SKIP_READ:-}" != 1 ]; then
   echo
   echo "## Reads with 1M observations"
   GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn go test -run XXX -bench BenchmarkRead -benchtime 1x -timeout 30m ./internal/chstore/ 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
+  echo
+  echo "## Metrics with 10M observations"
+  GLASSBOX_TEST_CLICKHOUSE_DSN=$ch_dsn GLASSBOX_BENCH_CLICKHOUSE_PID=$(cat "$work/clickhouse/server.pid") \
+    go test -run XXX -bench BenchmarkMetrics -benchtime 1x -timeout 60m ./internal/chstore/ 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
   echo
   echo "## Web UI with 1M observations"
   ensure_chromium >/dev/null 2>&1 || true
