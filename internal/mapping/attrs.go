@@ -106,6 +106,8 @@ const (
 	famGenAICompletion
 	famLLMInMsgs
 	famLLMOutMsgs
+	famRetrievalDocs
+	famEmbeddings
 )
 
 const (
@@ -122,6 +124,8 @@ const (
 	prefixGenAICompl   = "gen_ai.completion."
 	prefixLLMInMsgs    = "llm.input_messages."
 	prefixLLMOutMsgs   = "llm.output_messages."
+	prefixRetrievalDoc = "retrieval.documents."
+	prefixEmbeddings   = "embedding.embeddings."
 	prefixInternal     = "glassbox."
 )
 
@@ -145,9 +149,13 @@ type spanAttrs struct {
 	oiKind, genaiOperation, genkitSubtype, genkitName, operationName, aiOperationID  attr
 	aiModelID, genaiRequestModel, genaiResponseModel, llmModelName, llmResponseModel attr
 	embeddingModelName, errorType, traceloopKind                                     attr
-	model, genaiToolName, genaiToolCallID, flueToolName, flueToolCallID              attr
-	flueTaskID, flueTaskAgent, logfireMsg, aiToolCallName, aiFunctionID              attr
-	aiMsToFirstChunk, aiStreamMsToFirstChunk, genaiTimeToFirstChunk                  attr
+	// Pydantic AI: the agent run's name, result and history, and the chat
+	// span's messages as one JSON array of GenAI events.
+	pydAgentName, pydFinalResult, pydAllMessages, pydEvents             attr
+	litellmGenerationName                                               attr
+	model, genaiToolName, genaiToolCallID, flueToolName, flueToolCallID attr
+	flueTaskID, flueTaskAgent, logfireMsg, aiToolCallName, aiFunctionID attr
+	aiMsToFirstChunk, aiStreamMsToFirstChunk, genaiTimeToFirstChunk     attr
 
 	// Input and output.
 	aiPromptMessages, aiPrompt, aiToolCallArgs, aiResponseText, aiResultText        attr
@@ -374,6 +382,16 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p, hidden = &a.input, true
 	case "output":
 		p, hidden = &a.output, true
+	case "agent_name":
+		p = &a.pydAgentName
+	case "langfuse.generation.name":
+		p, hidden = &a.litellmGenerationName, true
+	case "final_result":
+		p, hidden = &a.pydFinalResult, true
+	case "pydantic_ai.all_messages", "all_messages_events":
+		p, hidden = &a.pydAllMessages, true
+	case "events": // a common word, so it stays in the metadata too
+		p = &a.pydEvents
 	case "tool_arguments":
 		p, hidden = &a.toolArguments, true
 	case "tool_response":
@@ -473,6 +491,14 @@ func family(k string) (fam uint32, hidden bool) {
 			return famLLMInMsgs, true
 		case strings.HasPrefix(k, prefixLLMOutMsgs):
 			return famLLMOutMsgs, true
+		}
+	case 'r':
+		if strings.HasPrefix(k, prefixRetrievalDoc) {
+			return famRetrievalDocs, true
+		}
+	case 'e':
+		if strings.HasPrefix(k, prefixEmbeddings) {
+			return famEmbeddings, true
 		}
 	case 'a':
 		switch {

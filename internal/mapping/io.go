@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/json"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -24,6 +25,22 @@ func (m *mapper) inputOutput() (in, out string) {
 		if in, out, ok := m.eventIO(evs); ok {
 			return in, out
 		}
+	}
+	if m.pydanticAgent() {
+		return a.pydAllMessages.text(), a.pydFinalResult.text()
+	}
+	if a.pydEvents.ok {
+		if in, out, ok := eventsAttributeIO(a.pydEvents.str()); ok {
+			return in, out
+		}
+	}
+	// OpenInference retrievers and embedders list their documents and texts
+	// as flattened attributes beside the query.
+	if a.families&famRetrievalDocs != 0 && !a.outputValue.truthy() {
+		return a.inputValue.text(), m.nested(m.span.Attributes(), attr{}, prefixRetrievalDoc, famRetrievalDocs)
+	}
+	if a.families&famEmbeddings != 0 && !a.inputValue.truthy() {
+		return m.nested(m.span.Attributes(), attr{}, prefixEmbeddings, famEmbeddings), ""
 	}
 	for _, p := range [...][2]attr{
 		{a.mlflowInputs, a.mlflowOutputs},
@@ -267,4 +284,53 @@ func (m *mapper) nested(attrs pcommon.Map, exact attr, prefix string, fam uint32
 	}
 	m.buf = unflatten(m.buf[:0], attrs, prefix)
 	return string(m.buf)
+}
+
+// eventsAttributeIO reads GenAI events serialised into one JSON array
+// attribute (Pydantic AI's default event mode): the message events are the
+// input, the gen_ai.choice events' messages the output. ok is false when the
+// text is not such an array.
+func eventsAttributeIO(text string) (in, out string, ok bool) {
+	var events []map[string]any
+	if json.Unmarshal([]byte(text), &events) != nil || len(events) == 0 {
+		return "", "", false
+	}
+	var inputs, choices []any
+	for _, ev := range events {
+		name, _ := ev["event.name"].(string)
+		if !strings.HasPrefix(name, "gen_ai.") {
+			return "", "", false
+		}
+		delete(ev, "event.name")
+		delete(ev, "gen_ai.system")
+		if name == eventChoice {
+			if msg, isMsg := ev["message"]; isMsg {
+				choices = append(choices, msg)
+			} else {
+				choices = append(choices, ev)
+			}
+			continue
+		}
+		if _, has := ev["role"]; !has {
+			if role := messageRole(name); role != "" {
+				ev["role"] = role
+			}
+		}
+		inputs = append(inputs, ev)
+	}
+	if len(inputs) > 0 {
+		b, _ := json.Marshal(inputs)
+		in = string(b)
+	}
+	// One choice is the answer; several stay a list.
+	switch len(choices) {
+	case 0:
+	case 1:
+		b, _ := json.Marshal(choices[0])
+		out = string(b)
+	default:
+		b, _ := json.Marshal(choices)
+		out = string(b)
+	}
+	return in, out, true
 }

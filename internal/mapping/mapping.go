@@ -272,8 +272,8 @@ func (m *mapper) priceFields(o *model.Observation) {
 	o.Type = m.observationType()
 	o.StartTime, o.EndTime = m.times()
 	o.Level = level(a.obsLevel, m.span.Status().Code())
-	// invoke_agent and agent_step spans repeat what their generations report.
-	if op := a.genaiOperation.str(); op != "invoke_agent" && op != "agent_step" {
+	// Agent runs repeat what their generations report.
+	if op := a.genaiOperation.str(); op != "invoke_agent" && op != "agent_step" && !m.pydanticAgent() {
 		o.Model = m.model()
 		o.UsageDetails = m.usage()
 		o.CostDetails = m.cost()
@@ -373,7 +373,8 @@ func micros(ts pcommon.Timestamp) int64 {
 // meaningful name into an attribute.
 func (m *mapper) name() string {
 	a := &m.a
-	for _, at := range [...]attr{a.genaiToolName, a.genkitName, a.logfireMsg} {
+	// LiteLLM's langfuse_otel callback names its generation apart.
+	for _, at := range [...]attr{a.genaiToolName, a.genkitName, a.logfireMsg, a.litellmGenerationName} {
 		if at.truthy() {
 			return at.text()
 		}

@@ -33,6 +33,9 @@ func (m *mapper) observationType() string {
 			return t
 		}
 	}
+	if m.pydanticAgent() {
+		return model.TypeAgent
+	}
 	if a.traceloopKind.meaningful() {
 		if t := lookupType(a.traceloopKind.str(), traceloopKinds); t != "" {
 			return t
@@ -64,6 +67,13 @@ func (m *mapper) observationType() string {
 		}
 	}
 	return model.TypeSpan
+}
+
+// pydanticAgent says whether the span is Pydantic AI's agent run, which
+// names its agent and carries the run's result or message history.
+func (m *mapper) pydanticAgent() bool {
+	a := &m.a
+	return a.pydAgentName.meaningful() && (a.pydFinalResult.ok || a.pydAllMessages.ok)
 }
 
 // pythonLegacyGeneration repairs Python SDK <= 3.3, which sent generations
