@@ -173,6 +173,7 @@ type spanAttrs struct {
 
 	// Usage, cost and the rest.
 	aiUsageTokens, aiUsageCachedInput, aiUsageReasoning, genaiUsageCost, llmCostTotal attr
+	aiValues                                                                          attr
 	aiPromptTools, sampleRate, usageEstimated                                         attr
 
 	families uint32
@@ -442,6 +443,8 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 
 	case "ai.usage.tokens":
 		p = &a.aiUsageTokens
+	case "ai.values", "ai.value":
+		p, hidden = &a.aiValues, true
 	case "ai.usage.cachedInputTokens":
 		p = &a.aiUsageCachedInput
 	case "ai.usage.reasoningTokens":

@@ -74,7 +74,7 @@ func (m *mapper) inputOutput() (in, out string) {
 // vercelIO reads the Vercel AI SDK keys.
 func (m *mapper) vercelIO() (in, out string) {
 	a := &m.a
-	in = pick(a.aiPromptMessages, a.aiPrompt, a.aiToolCallArgs).text()
+	in = pick(a.aiPromptMessages, a.aiPrompt, a.aiToolCallArgs, a.aiValues).text()
 	switch {
 	case a.aiResponseText.ok && a.aiResponseToolCalls.ok:
 		b := append(m.buf[:0], `{"role":"assistant","content":`...)

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -273,7 +274,7 @@ func (m *mapper) usage() map[string]int64 {
 		}
 		raw = raw[:0]
 	}
-	if a.families&(famGenAIUsage|famLLMTokens) == 0 {
+	if a.families&(famGenAIUsage|famLLMTokens) == 0 && (m.scope.name != "ai" || !a.aiUsageTokens.ok) {
 		return nil
 	}
 	if m.scope.name == "ai" {
@@ -305,6 +306,13 @@ func (m *mapper) usage() map[string]int64 {
 // ai.usage.* and are left without usage so that nothing is counted twice.
 func (m *mapper) vercelUsage(raw *usagePairs) {
 	a := &m.a
+	// An embedding call reports its input tokens as ai.usage.tokens alone.
+	if slices.Contains(vercelEmbeddingOps, a.aiOperationID.str()) {
+		if n, ok := intOf(a.aiUsageTokens); ok {
+			raw.set("input_tokens", n)
+		}
+		return
+	}
 	attrs := m.span.Attributes()
 	for _, k := range [...][2]string{
 		{"gen_ai.usage.prompt_tokens", "prompt_tokens"},
