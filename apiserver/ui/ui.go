@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
@@ -127,14 +128,16 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	if err != nil {
 		return nil, err
 	}
+	dashboard, err := dashboards.Routes(app, cp, st.ClickHouse)
+	if err != nil {
+		return nil, err
+	}
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
 		settings.Routes(app, cp, builtin.Models()),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse),
-		home.Routes(app, cp, st.ClickHouse, func(r *web.Request) error {
-			return r.Redirect(r.Path("project", r.Project.ID, "traces"))
-		}),
+		home.Routes(app, cp, st.ClickHouse, dashboard),
 	); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package chstore
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The metrics views: every field a metrics query, a dashboard widget or a
 // list's `filter` parameter may name, as SQL over one view row. These maps
@@ -320,4 +323,25 @@ func (e *QueryError) Is(target error) bool { return target == ErrInvalid }
 
 func invalidQuery(code, format string, args ...any) *QueryError {
 	return &QueryError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ViewSchema lists what a metrics view offers, for forms that build queries:
+// its dimensions and its measures with whether each is numeric (takes every
+// aggregation) or only counts.
+func ViewSchema(name string) (dimensions []string, measures map[string]bool, ok bool) {
+	v, ok := views[name]
+	if !ok || name == viewScores {
+		return nil, nil, false
+	}
+	for f, fl := range v.fields {
+		if fl.dimension {
+			dimensions = append(dimensions, f)
+		}
+	}
+	slices.Sort(dimensions)
+	measures = make(map[string]bool, len(v.measures))
+	for m, ms := range v.measures {
+		measures[m] = ms.numeric
+	}
+	return dimensions, measures, true
 }

@@ -61,6 +61,25 @@
     if (q && !window.confirm(q)) e.preventDefault();
   });
 
+  // A dashboard's widget form offers the measures and dimensions of the
+  // chosen view only.
+  function syncView(select) {
+    select.form.querySelectorAll("optgroup[data-view]").forEach(function (g) {
+      var off = g.getAttribute("data-view") !== select.value;
+      g.disabled = off; g.hidden = off;
+      var sel = g.parentElement;
+      if (!off || !sel.selectedOptions[0] || sel.selectedOptions[0].parentElement !== g) return;
+      // Back to "(nothing)" where there is one, else the view's first option.
+      var first = sel.options[0];
+      if (first.parentElement === sel) first.selected = true;
+      else sel.querySelector('optgroup[data-view="' + select.value + '"] option').selected = true;
+    });
+  }
+  document.querySelectorAll("[data-view-select]").forEach(syncView);
+  document.addEventListener("change", function (e) {
+    if (e.target.matches("[data-view-select]")) syncView(e.target);
+  });
+
   // Forms marked data-autosubmit apply a changed select at once; the time
   // range shows its inputs only for a custom range.
   document.addEventListener("change", function (e) {
