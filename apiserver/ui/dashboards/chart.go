@@ -89,7 +89,7 @@ type bar struct {
 
 type pieSlice struct {
 	Label, Value, Color, Class, Path string
-	Percent                   string
+	Percent                          string
 }
 
 type table struct {
