@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -231,18 +232,26 @@ func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
 	assert.LessOrEqual(t, mutations(), uint64(4), "observations and trace_index, once each per purge that found work")
 }
 
-func TestNewFails(t *testing.T) {
+func TestNewFailsOnlyOnWhatItCannotDoWithout(t *testing.T) {
 	ctx := context.Background()
 	invalid := NewDefaultConfig()
 	invalid.ControlPlane.DSN = ""
 	_, err := New(ctx, invalid, zap.NewNop())
 	assert.ErrorContains(t, err, "control_plane.dsn")
 
+	// ClickHouse being down is no reason not to start: the store connects in
+	// the background, and health says what is missing meanwhile.
 	unreachable := NewDefaultConfig()
 	unreachable.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
 	unreachable.ClickHouse.DSN = "clickhouse://127.0.0.1:1"
-	_, err = New(ctx, unreachable, zap.NewNop())
-	assert.ErrorContains(t, err, "clickhouse")
+	unreachable.Evaluation.Enabled = false
+	srv, err := New(ctx, unreachable, zap.NewNop())
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/public/health", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Contains(t, rec.Body.String(), "ClickHouse is unreachable")
+	require.NoError(t, srv.Close())
 
 	badInit := NewDefaultConfig()
 	badInit.ControlPlane.DSN = unreachable.ControlPlane.DSN
