@@ -43,7 +43,7 @@ func TestBrowserDashboards(t *testing.T) {
 	}
 	chooseView("scores-numeric")
 	assert.True(t, uitest.Eval[bool](b, `document.querySelector('[data-testid=add-widget] optgroup[data-view="observations"]').disabled`))
-	assert.Equal(t, "value", uitest.Eval[string](b, `document.querySelector("[data-testid=add-widget] select[name=measure]").value`))
+	assert.Equal(t, "scores-numeric", uitest.Eval[string](b, `document.querySelector("[data-testid=add-widget] select[name=measure]").selectedOptions[0].parentElement.dataset.view`))
 	chooseView("observations")
 
 	addWidget := func(name, measure, agg, dimension, chart string) {
@@ -54,11 +54,16 @@ func TestBrowserDashboards(t *testing.T) {
 		b.SetValue(`[data-testid=add-widget] select[name=chart]`, chart)
 		b.ClickAndWait(`[data-testid=add-widget] button[type=submit]`)
 	}
+	last24h := func() {
+		u := b.URL()
+		u.RawQuery = "range=24h"
+		b.Go(u.String())
+	}
 	addWidget("Cost by trace name", "totalCost", "sum", "traceName", "HORIZONTAL_BAR")
-	b.Go(b.URL().Path + "?range=24h")
+	last24h()
 	assert.Contains(t, b.Text(`[data-widget="Cost by trace name"]`), "support-chat")
 	addWidget("p95 latency by name", "latency", "p95", "name", "LINE_TIME_SERIES")
-	b.Go(b.URL().Path + "?range=24h")
+	last24h()
 	assert.Equal(t, 2, b.Count(`[data-widget]`))
 	assert.GreaterOrEqual(t, b.Count(`[data-widget="p95 latency by name"] svg polyline`), 1)
 	b.Screenshot("dashboard")

@@ -79,6 +79,8 @@ type rect struct{ X, Y, W, H float64 }
 type axisLabel struct {
 	Pos  float64
 	Text string
+	// Anchor keeps the outer labels inside the chart: start, middle, end.
+	Anchor string
 }
 
 type bar struct {
@@ -289,6 +291,10 @@ func pivot(q chstore.MetricsQuery, rows []map[string]any) *table {
 	t := &table{}
 	t.Head = append(t.Head, q.Dimensions...)
 	for _, m := range q.Metrics {
+		if m.Measure == "count" && m.Aggregation == "count" {
+			t.Head = append(t.Head, "count")
+			continue
+		}
 		t.Head = append(t.Head, m.Aggregation+" "+m.Measure)
 	}
 	for _, r := range rows[:min(len(rows), 100)] {
@@ -405,9 +411,17 @@ func drawSeries(v *chartView, q chstore.MetricsQuery, rows []map[string]any, key
 		layout = "Jan 2"
 	}
 	for _, i := range uniqueInts(0, n/2, n-1) {
-		if i >= 0 && i < n {
-			v.XLabels = append(v.XLabels, axisLabel{Pos: x(i), Text: times[i].UTC().Format(layout)})
+		if i < 0 || i >= n {
+			continue
 		}
+		anchor := "middle"
+		switch {
+		case n > 1 && i == 0:
+			anchor = "start"
+		case n > 1 && i == n-1:
+			anchor = "end"
+		}
+		v.XLabels = append(v.XLabels, axisLabel{Pos: x(i), Text: times[i].UTC().Format(layout), Anchor: anchor})
 	}
 }
 
