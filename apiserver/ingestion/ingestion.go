@@ -134,6 +134,16 @@ func (r *results) fail(id string, status int, message, detail string) {
 	r.resp.Errors = append(r.resp.Errors, Failure{ID: id, Status: status, Message: message, Error: detail})
 }
 
+// storeFailed reports an event the store did not take: 503 while ClickHouse
+// is unavailable (the client should send it again), else 500.
+func (r *results) storeFailed(id string, err error, detail string) {
+	if errors.Is(err, chstore.ErrUnavailable) {
+		r.fail(id, http.StatusServiceUnavailable, "Service Unavailable", "ClickHouse is unavailable; send the event again")
+		return
+	}
+	r.fail(id, http.StatusInternalServerError, "Internal Server Error", detail)
+}
+
 func (r *results) invalid(id, detail string) {
 	r.fail(id, http.StatusBadRequest, "Invalid request data", detail)
 }
@@ -249,7 +259,7 @@ func (h handler) ingestScores(ctx context.Context, project string, publicKeyOnly
 	if err := h.store.InsertScores(ctx, batch); err != nil {
 		h.logger.Error("store ingested scores", zap.String("project", project), zap.Error(err))
 		for _, id := range ids {
-			res.fail(id, http.StatusInternalServerError, "Internal Server Error", "scores could not be stored")
+			res.storeFailed(id, err, "scores could not be stored")
 		}
 		return
 	}

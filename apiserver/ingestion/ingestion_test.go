@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -338,4 +339,22 @@ func TestPublicKeyAloneWritesOnlyScores(t *testing.T) {
 	require.NoError(t, f.cp.RevokeAPIKey(ctx, f.a.OrgID, f.a.ProjectID, f.a.ProjectKeyID))
 	rec := apitest.Do(t, f.h, http.MethodPost, "/api/public/ingestion", f.a.ProjectBearer, map[string]any{"batch": []any{}})
 	assert.Equal(t, http.StatusUnauthorized, rec.Code, "a revoked key's public key is refused: %s", rec.Body.String())
+}
+
+// While ClickHouse is down each event answers 503, to be sent again, and
+// the batch still answers 207.
+func TestClickHouseDownIs503PerEvent(t *testing.T) {
+	cp := apitest.ControlPlane(t)
+	tenant := apitest.Seed(t, cp, "a")
+	down, err := chstore.Connect(context.Background(), chstore.Config{DSN: "clickhouse://127.0.0.1:1", Database: "down"}, false, zap.NewNop())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = down.Close() })
+	h, err := httpx.NewRouter(Routes(down, cp, zap.NewNop()), httpx.Options{Verifier: cp})
+	require.NoError(t, err)
+	f := fixture{h: h, cp: cp, a: tenant}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	r := send(t, f, tenant.ProjectAuth,
+		envelopeOf("e1", "score-create", now, ev{"id": "s1", "traceId": "t1", "name": "q", "value": 1}),
+		envelopeOf("e2", "trace-create", now, ev{"id": "t2", "name": "legacy"}))
+	assert.Equal(t, map[string]int{"e1": http.StatusServiceUnavailable, "e2": http.StatusServiceUnavailable}, failed(r))
 }

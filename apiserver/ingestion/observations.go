@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -154,7 +153,7 @@ func (h handler) ingestObservations(ctx context.Context, project string, events 
 		if err != nil {
 			h.logger.Error("read observation to update", zap.String("project", project), zap.Error(err))
 			for _, ev := range e.events {
-				res.fail(ev.id, http.StatusInternalServerError, "Internal Server Error", "the stored observation could not be read")
+				res.storeFailed(ev.id, err, "the stored observation could not be read")
 			}
 			continue
 		}
@@ -169,7 +168,7 @@ func (h handler) ingestObservations(ctx context.Context, project string, events 
 		h.logger.Error("store ingested observations", zap.String("project", project), zap.Error(err))
 		for _, ids := range ok {
 			for _, id := range ids {
-				res.fail(id, http.StatusInternalServerError, "Internal Server Error", "observations could not be stored")
+				res.storeFailed(id, err, "observations could not be stored")
 			}
 		}
 		return

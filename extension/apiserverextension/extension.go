@@ -13,6 +13,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/cpsource"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/refresh"
@@ -35,11 +36,10 @@ var (
 	_ refresh.Changes     = (*apiExtension)(nil)
 )
 
-// errNotRunning is returned by Verify outside Start..Shutdown; it is not
-// apikey.ErrInvalidCredentials, so callers answer 503, not 401.
-var errNotRunning = errors.New("glassbox_api extension is not running")
-
 type apiExtension struct {
+	// Source serves the processors and the authenticator from the running
+	// server's control plane store.
+	cpsource.Source
 	cfg    *Config
 	logger *zap.Logger
 
@@ -48,7 +48,14 @@ type apiExtension struct {
 }
 
 func newAPIExtension(cfg *Config, set extension.Settings) *apiExtension {
-	return &apiExtension{cfg: cfg, logger: set.Logger}
+	e := &apiExtension{cfg: cfg, logger: set.Logger}
+	e.Source = cpsource.Source{Store: func() *controlplane.Store {
+		if srv := e.server.Load(); srv != nil {
+			return srv.ControlPlane()
+		}
+		return nil
+	}}
+	return e
 }
 
 // Start opens the stores and, with `listen` set, serves the API on its own port.
@@ -96,79 +103,4 @@ func (e *apiExtension) Handler() http.Handler {
 		}
 		srv.Handler().ServeHTTP(w, r)
 	})
-}
-
-// Verify implements apikey.Verifier against the control plane store.
-func (e *apiExtension) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
-	srv := e.server.Load()
-	if srv == nil {
-		return apikey.Principal{}, errNotRunning
-	}
-	return srv.Verify(ctx, publicKey, secretKey)
-}
-
-// controlPlane is the running server's store, or errNotRunning.
-func (e *apiExtension) controlPlane() (*controlplane.Store, error) {
-	srv := e.server.Load()
-	if srv == nil {
-		return nil, errNotRunning
-	}
-	return srv.ControlPlane(), nil
-}
-
-// Changed implements refresh.Changes for the processors and the
-// authenticator: a change made through this process's API reaches them at
-// once. Before Start nothing is reported.
-func (e *apiExtension) Changed(kind string) <-chan struct{} {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return nil
-	}
-	return cp.Changed(kind)
-}
-
-// ChangeVersion implements refresh.Changes: changes made by other
-// processes on the same control plane.
-func (e *apiExtension) ChangeVersion(ctx context.Context, kind string) (int64, error) {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return 0, err
-	}
-	return cp.ChangeVersion(ctx, kind)
-}
-
-// ProjectModels serves the projects' own model prices to glassbox_cost.
-func (e *apiExtension) ProjectModels(ctx context.Context) (map[string][]pricing.Model, error) {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return nil, err
-	}
-	return cp.ProjectModels(ctx)
-}
-
-// ProjectSampling serves the projects' sampling settings to glassbox_sampling.
-func (e *apiExtension) ProjectSampling(ctx context.Context) (map[string]sampling.Rates, error) {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return nil, err
-	}
-	return cp.ProjectSampling(ctx)
-}
-
-// ActiveEvalRules serves the evaluator rules to glassbox_evaltap.
-func (e *apiExtension) ActiveEvalRules(ctx context.Context) ([]evaljobs.Rule, error) {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return nil, err
-	}
-	return cp.ActiveEvalRules(ctx)
-}
-
-// EnqueueEvalJobs takes glassbox_evaltap's jobs into the durable queue.
-func (e *apiExtension) EnqueueEvalJobs(ctx context.Context, jobs []evaljobs.Job) error {
-	cp, err := e.controlPlane()
-	if err != nil {
-		return err
-	}
-	return cp.EnqueueEvalJobs(ctx, jobs)
 }

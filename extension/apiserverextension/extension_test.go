@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/cpsource"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
@@ -184,9 +185,9 @@ func TestServesProcessorSources(t *testing.T) {
 	require.True(t, ok, "glassbox_sampling reads project settings through the extension")
 
 	_, err := models.ProjectModels(context.Background())
-	require.ErrorIs(t, err, errNotRunning)
+	require.ErrorIs(t, err, cpsource.ErrNotRunning)
 	_, err = rates.ProjectSampling(context.Background())
-	require.ErrorIs(t, err, errNotRunning)
+	require.ErrorIs(t, err, cpsource.ErrNotRunning)
 
 	ctx := context.Background()
 	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
@@ -218,8 +219,8 @@ func TestServesEvaluatorRulesAndTakesJobs(t *testing.T) {
 	require.True(t, ok, "glassbox_evaltap reads rules and queues jobs through the extension")
 	ctx := context.Background()
 	_, err := source.ActiveEvalRules(ctx)
-	require.ErrorIs(t, err, errNotRunning)
-	require.ErrorIs(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: "r", TraceID: "t"}}), errNotRunning)
+	require.ErrorIs(t, err, cpsource.ErrNotRunning)
+	require.ErrorIs(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: "r", TraceID: "t"}}), cpsource.ErrNotRunning)
 
 	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
 	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
