@@ -22,8 +22,13 @@ type Config struct {
 	// Cluster names the ClickHouse cluster for ON CLUSTER DDL and Distributed
 	// tables; empty means a single server.
 	Cluster string `mapstructure:"cluster"`
-	// Replicated selects Replicated*MergeTree engines (needs ZooKeeper/Keeper).
-	Replicated bool `mapstructure:"replicated"`
+	// ReplicatedEngines selects Replicated*MergeTree engines (needs
+	// ZooKeeper/Keeper). The API server reads the same key.
+	ReplicatedEngines bool `mapstructure:"replicated_engines"`
+	// RenamedReplicated catches the key's old name, so that a configuration
+	// that still uses it stops at start with the new name, rather than
+	// silently creating non-replicated tables.
+	RenamedReplicated *bool `mapstructure:"replicated"`
 	// CreateSchema creates the database and migrates the tables at start.
 	CreateSchema bool `mapstructure:"create_schema"`
 
@@ -49,6 +54,9 @@ func (c *Config) Validate() error {
 	if c.DSN == "" {
 		return errNoDSN
 	}
+	if c.RenamedReplicated != nil {
+		return errors.New("replicated was renamed replicated_engines, the key the API server's clickhouse section uses")
+	}
 	if err := c.storeConfig().Validate(); err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
@@ -60,7 +68,7 @@ func (c *Config) storeConfig() chstore.Config {
 		DSN:               string(c.DSN),
 		Database:          c.Database,
 		Cluster:           c.Cluster,
-		ReplicatedEngines: c.Replicated,
+		ReplicatedEngines: c.ReplicatedEngines,
 		QueryTimeout:      c.Timeout,
 	}
 }

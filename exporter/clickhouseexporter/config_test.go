@@ -40,7 +40,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "clickhouse://writer:secret@ch1:9000,ch2:9000", string(full.DSN))
 	assert.Equal(t, "observability", full.Database)
 	assert.Equal(t, "c_repl", full.Cluster)
-	assert.True(t, full.Replicated)
+	assert.True(t, full.ReplicatedEngines)
 	assert.False(t, full.CreateSchema)
 	assert.Equal(t, 10*time.Second, full.Timeout)
 	q := full.QueueConfig.Get()
@@ -54,6 +54,10 @@ func TestLoadConfig(t *testing.T) {
 	storeCfg := full.storeConfig()
 	assert.True(t, storeCfg.ReplicatedEngines)
 	assert.Equal(t, 10*time.Second, storeCfg.QueryTimeout)
+
+	// The key's old name stops the start with the new one.
+	old := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "old_key"))
+	assert.ErrorContains(t, confmap.Validate(old), "replicated was renamed replicated_engines")
 
 	noQueue := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "no_queue"))
 	require.NoError(t, confmap.Validate(noQueue))
