@@ -219,6 +219,13 @@ func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
 	}
 	require.NotZero(t, rows())
 
+	// A purge finding work mutates observations and trace_index once each;
+	// on a slow machine more purges fit in the time the requests take, but
+	// never one per request.
+	purgeBound := func(since time.Time) uint64 {
+		return 2 * (1 + uint64(time.Since(since)/cfg.ClickHouse.PurgeInterval))
+	}
+	start := time.Now()
 	for i := range 25 {
 		rec := apitest.Do(t, srv.Handler(), http.MethodDelete, "/api/public/traces", auth,
 			map[string]any{"traceIds": []string{fmt.Sprintf("t%d", i)}})
@@ -227,9 +234,9 @@ func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
 			map[string]any{"traceIds": []string{fmt.Sprintf("missing-%d", i)}})
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	}
-	assert.LessOrEqual(t, mutations(), uint64(2), "requests start no mutation; at most one purge ran meanwhile")
+	assert.LessOrEqual(t, mutations(), min(purgeBound(start), 24), "requests start no mutation; only the scheduled purges do")
 	require.Eventually(t, func() bool { return rows() == 0 }, 30*time.Second, 100*time.Millisecond, "the purge removes the rows")
-	assert.LessOrEqual(t, mutations(), uint64(4), "observations and trace_index, once each per purge that found work")
+	assert.LessOrEqual(t, mutations(), purgeBound(start), "observations and trace_index, once each per purge that found work")
 }
 
 func TestNewFailsOnlyOnWhatItCannotDoWithout(t *testing.T) {

@@ -213,7 +213,7 @@ func (h handlers) createQueue(r *http.Request) (any, error) {
 		Name: req.Name, Description: req.Description, ScoreConfigIDs: req.ScoreConfigIDs,
 	})
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return toQueue(q), nil
 }
@@ -221,7 +221,7 @@ func (h handlers) createQueue(r *http.Request) (any, error) {
 func (h handlers) getQueue(r *http.Request) (any, error) {
 	q, err := h.store.GetAnnotationQueue(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"))
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return toQueue(q), nil
 }
@@ -239,7 +239,7 @@ func (h handlers) listItems(r *http.Request) (any, error) {
 	list, total, err := h.store.ListAnnotationQueueItems(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"), status,
 		page.Offset(), page.Limit)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	out := make([]Item, 0, len(list))
 	for _, it := range list {
@@ -256,7 +256,7 @@ func (h handlers) createItem(r *http.Request) (any, error) {
 	it, _, err := h.store.AddAnnotationQueueItem(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"), req.ObjectID,
 		req.ObjectType, req.Status)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return toItem(it), nil
 }
@@ -264,7 +264,7 @@ func (h handlers) createItem(r *http.Request) (any, error) {
 func (h handlers) getItem(r *http.Request) (any, error) {
 	it, err := h.store.GetAnnotationQueueItem(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"), r.PathValue("itemId"))
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return toItem(it), nil
 }
@@ -281,11 +281,11 @@ func (h handlers) updateItem(r *http.Request) (any, error) {
 	ctx, project := r.Context(), httpx.ProjectID(r)
 	queue, err := h.store.GetAnnotationQueue(ctx, project, r.PathValue("queueId"))
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	it, err := h.store.GetAnnotationQueueItem(ctx, project, queue.ID, r.PathValue("itemId"))
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	status := req.Status
 	if len(req.Scores) > 0 {
@@ -301,7 +301,7 @@ func (h handlers) updateItem(r *http.Request) (any, error) {
 	}
 	it, err = h.store.SetAnnotationQueueItemStatus(ctx, project, queue.ID, it.ID, status, req.UserID)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return toItem(it), nil
 }
@@ -350,7 +350,7 @@ func (h handlers) recordScores(ctx context.Context, project string, queue contro
 
 func (h handlers) deleteItem(r *http.Request) (any, error) {
 	if err := h.store.DeleteAnnotationQueueItem(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"), r.PathValue("itemId")); err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return Deletion{Success: true, Message: "Item removed from the annotation queue"}, nil
 }
@@ -358,7 +358,7 @@ func (h handlers) deleteItem(r *http.Request) (any, error) {
 func (h handlers) listAssignments(r *http.Request) (any, error) {
 	project, queue := httpx.ProjectID(r), r.PathValue("queueId")
 	if _, err := h.store.GetAnnotationQueue(r.Context(), project, queue); err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	users, err := h.store.AnnotationQueueAssignees(r.Context(), project, queue)
 	if err != nil {
@@ -381,7 +381,7 @@ func (h handlers) assign(r *http.Request) (any, error) {
 	}
 	project, queue := httpx.ProjectID(r), r.PathValue("queueId")
 	if err := h.store.AssignAnnotationQueue(r.Context(), project, queue, req.UserID); err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return Assignment{UserID: req.UserID, QueueID: queue, ProjectID: project}, nil
 }
@@ -392,21 +392,9 @@ func (h handlers) unassign(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := h.store.UnassignAnnotationQueue(r.Context(), httpx.ProjectID(r), r.PathValue("queueId"), req.UserID); err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return Deletion{Success: true}, nil
-}
-
-func storeError(err error) error {
-	switch {
-	case errors.Is(err, controlplane.ErrNotFound):
-		return httpx.NotFound("%v", err)
-	case errors.Is(err, controlplane.ErrConflict):
-		return httpx.Conflict("%v", err)
-	case errors.Is(err, controlplane.ErrInvalid):
-		return httpx.BadRequest("%v", err)
-	}
-	return err
 }
 
 func toQueue(q controlplane.AnnotationQueue) Queue {

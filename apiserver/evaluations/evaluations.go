@@ -77,7 +77,8 @@ type Deletion struct {
 	Message string `json:"message"`
 }
 
-// storeError maps the store's error kinds to API errors.
+// storeError maps the errors only this API has; the router maps the
+// stores' own.
 func storeError(err error) error {
 	var apiErr *httpx.Error
 	switch {
@@ -85,13 +86,10 @@ func storeError(err error) error {
 		return err
 	case errors.Is(err, controlplane.ErrNoEncryptionKey):
 		return &httpx.Error{Status: http.StatusServiceUnavailable, Name: "EncryptionKeyMissingError", Message: err.Error()}
-	case errors.Is(err, controlplane.ErrNotFound):
-		return httpx.NotFound("%v", err)
-	case errors.Is(err, controlplane.ErrConflict):
-		return httpx.Conflict("%v", err)
-	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, evaljobs.ErrInvalidFilter), errors.Is(err, evaljobs.ErrInvalidTarget):
+	case errors.Is(err, evaljobs.ErrInvalidFilter), errors.Is(err, evaljobs.ErrInvalidTarget):
 		return httpx.BadRequest("%v", err)
 	}
+	// The store's not-found, conflict and invalid verdicts: httpx maps them.
 	return err
 }
 

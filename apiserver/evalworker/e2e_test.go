@@ -75,6 +75,7 @@ func collector(t *testing.T) string {
 	apiCfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
 	apiCfg.ClickHouse.DSN, apiCfg.ClickHouse.Database = ch.DSN, ch.Database
 	apiCfg.InitFromEnv = true
+	apiCfg.Evaluation.Enabled = true // opt-in in the collector
 	apiCfg.Evaluation.PollInterval = 50 * time.Millisecond
 	apiCfg.Evaluation.RetryBackoff = 200 * time.Millisecond
 	apiCfg.Evaluation.MaxAttempts = 20

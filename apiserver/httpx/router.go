@@ -14,6 +14,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 // Request body limits when none are configured: the 1 MB that Langfuse's
@@ -282,12 +283,31 @@ func (rt *router) classify(r *http.Request, route *Route, err error) *Error {
 	case errors.Is(err, chstore.ErrUnavailable):
 		rt.logger.Warn("ClickHouse is unavailable", zap.String("route", route.Path), zap.Error(err))
 		return errClickHouseDown
+	// The stores' own verdicts, for handlers that pass them on as they are.
+	case errors.Is(err, chstore.ErrNotFound), errors.Is(err, controlplane.ErrNotFound):
+		return NotFound("%s", storeMessage(err, "Not found"))
+	case errors.Is(err, chstore.ErrInvalid), errors.Is(err, controlplane.ErrInvalid):
+		return BadRequest("%s", storeMessage(err, "Invalid request"))
+	case errors.Is(err, controlplane.ErrConflict):
+		return Conflict("%s", storeMessage(err, "Conflict"))
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		return errServiceUnavailable
 	}
 	rt.logger.Error("request failed", zap.String("method", route.Method), zap.String("route", route.Path), zap.Error(err))
 	return errInternal
+}
+
+// storeMessage is a store error's text, which names what was wrong; def
+// when it has nothing beyond the sentinel.
+func storeMessage(err error, def string) string {
+	msg := err.Error()
+	for _, sentinel := range []error{chstore.ErrNotFound, chstore.ErrInvalid, controlplane.ErrNotFound, controlplane.ErrInvalid, controlplane.ErrConflict} {
+		if msg == sentinel.Error() {
+			return def
+		}
+	}
+	return msg
 }
 
 type errorBody struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 // fakeVerifier knows two keys: a project key and an organization key.
@@ -97,6 +98,14 @@ func testRoutes() []Route {
 		}},
 		{Method: http.MethodGet, Path: "/api/public/fail", Access: Public, Handler: func(*http.Request) (any, error) {
 			return nil, errors.New("secret internal detail")
+		}},
+		{Method: http.MethodGet, Path: "/api/public/verdict/{kind}", Access: Public, Handler: func(r *http.Request) (any, error) {
+			return nil, map[string]error{
+				"missing":  fmt.Errorf("%w: trace t9 of this project", chstore.ErrNotFound),
+				"invalid":  fmt.Errorf("%w: name must not be empty", controlplane.ErrInvalid),
+				"conflict": fmt.Errorf("%w: a prompt with this version exists", controlplane.ErrConflict),
+				"bare":     controlplane.ErrNotFound,
+			}[r.PathValue("kind")]
 		}},
 		{Method: http.MethodGet, Path: "/api/public/stored", Access: Public, Handler: func(*http.Request) (any, error) {
 			return nil, fmt.Errorf("list traces: %w: dial tcp 10.0.0.9:9000: connection refused", chstore.ErrUnavailable)
@@ -224,6 +233,24 @@ func TestClickHouseOutageIs503(t *testing.T) {
 	assert.Contains(t, body["message"], "ClickHouse is unavailable")
 	assert.NotContains(t, body["message"], "10.0.0.9", "the address stays in the log")
 	assert.Equal(t, 1, logs.FilterMessage("ClickHouse is unavailable").Len())
+}
+
+// A store's verdict that a handler passes on keeps its meaning and message.
+func TestStoreVerdicts(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	for kind, want := range map[string]struct {
+		status  int
+		message string
+	}{
+		"missing":  {http.StatusNotFound, "not found: trace t9 of this project"},
+		"invalid":  {http.StatusBadRequest, "invalid input: name must not be empty"},
+		"conflict": {http.StatusConflict, "conflict: a prompt with this version exists"},
+		"bare":     {http.StatusNotFound, "Not found"},
+	} {
+		code, body, _ := do(t, h, http.MethodGet, "/api/public/verdict/"+kind, "", "")
+		assert.Equal(t, want.status, code, kind)
+		assert.Equal(t, want.message, body["message"], kind)
+	}
 }
 
 func TestRouterErrors(t *testing.T) {

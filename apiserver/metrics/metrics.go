@@ -202,9 +202,6 @@ func queryError(err error) error {
 		}
 		return httpx.BadRequest("%s", qe.Message)
 	}
-	if errors.Is(err, chstore.ErrInvalid) {
-		return httpx.BadRequest("%v", err)
-	}
 	return err
 }
 

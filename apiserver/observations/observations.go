@@ -239,14 +239,12 @@ func decodeCursor(raw string) (*chstore.ObservationCursor, error) {
 	return &chstore.ObservationCursor{StartTime: t.UnixMicro(), TraceID: c.LastTraceID, ID: c.LastID}, nil
 }
 
-// StoreError maps the ClickHouse store's error kinds to API errors; what
-// names the addressed object in a 404.
+// StoreError names the addressed object in a 404, as Langfuse words it;
+// the router maps the store's other verdicts.
 func StoreError(err error, what string) error {
 	switch {
 	case errors.Is(err, chstore.ErrNotFound):
 		return httpx.NotFound("%s not found within authorized project", what)
-	case errors.Is(err, chstore.ErrInvalid):
-		return httpx.BadRequest("%v", err)
 	}
 	return err
 }

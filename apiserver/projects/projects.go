@@ -322,8 +322,6 @@ func storeError(err error, what string) error {
 		return httpx.NotFound("%s not found within authorized organization", what)
 	case errors.Is(err, controlplane.ErrConflict):
 		return httpx.Conflict("%s conflicts with an existing one (names are unique within an organization)", what)
-	case errors.Is(err, controlplane.ErrInvalid):
-		return httpx.BadRequest("%v", err)
 	}
 	return err
 }
