@@ -228,8 +228,11 @@ func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal
 	}
 	switch access {
 	case ProjectKey, ProjectOrScoresKey:
-		if p.Scope != apikey.ScopeProject || p.ProjectID == "" {
+		switch err := apikey.RequireProject(p); {
+		case errors.Is(err, apikey.ErrNotProjectKey):
 			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires a project API key, not an organization key")
+		case err != nil:
+			return apikey.Principal{}, unauthorized("Invalid credentials")
 		}
 	case OrganizationKey:
 		if p.Scope != apikey.ScopeOrganization || p.OrganizationID == "" {

@@ -178,9 +178,12 @@ func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]s
 		// The client sees this text; the store's own error stays inside.
 		return ctx, ErrUnavailable
 	}
-	if p.Scope != apikey.ScopeProject {
+	switch err := apikey.RequireProject(p); {
+	case errors.Is(err, apikey.ErrNotProjectKey):
 		a.recordFailure(ctx, reasonScope)
 		return ctx, ErrOrganizationKey
+	case err != nil:
+		return ctx, err
 	}
 	info := client.FromContext(ctx)
 	info.Auth = authData{p}

@@ -45,7 +45,25 @@ var (
 	ErrMissingCredentials = errors.New("no authorization header")
 	// ErrInvalidCredentials means the pair is unknown, revoked or wrong.
 	ErrInvalidCredentials = errors.New("invalid credentials")
+	// ErrNotProjectKey means a valid key of another scope (an organization
+	// key) was used where a project's data is read or written: 403.
+	ErrNotProjectKey = errors.New("this endpoint requires a project API key, not an organization key")
 )
+
+// RequireProject is the one check that a verified key may act on a
+// project's data: it is a project key (ErrNotProjectKey otherwise) and
+// names its project (a key that names none is not valid:
+// ErrInvalidCredentials). Ingestion, the authenticator and the API all ask
+// it.
+func RequireProject(p Principal) error {
+	switch {
+	case p.Scope != ScopeProject:
+		return ErrNotProjectKey
+	case p.ProjectID == "":
+		return ErrInvalidCredentials
+	}
+	return nil
+}
 
 // HashSecret returns the plain hex SHA-256 of a secret: the form of the
 // static keys in the authenticator's configuration, of cache keys, and the

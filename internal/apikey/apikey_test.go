@@ -30,3 +30,10 @@ func TestSecretMatches(t *testing.T) {
 	assert.False(t, SecretMatches("sk-lf-other", h))
 	assert.Equal(t, "sk-lf-...cret", DisplaySecret("sk-lf-xxxxsecret"))
 }
+
+func TestRequireProject(t *testing.T) {
+	assert.NoError(t, RequireProject(Principal{Scope: ScopeProject, ProjectID: "p"}))
+	assert.ErrorIs(t, RequireProject(Principal{Scope: ScopeOrganization, OrganizationID: "o"}), ErrNotProjectKey)
+	assert.ErrorIs(t, RequireProject(Principal{Scope: ScopeProject}), ErrInvalidCredentials, "a project key naming no project is not valid")
+	assert.ErrorIs(t, RequireProject(Principal{Scope: "scores", ProjectID: "p"}), ErrNotProjectKey)
+}

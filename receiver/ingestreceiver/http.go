@@ -158,9 +158,11 @@ func (r *ingestReceiver) authenticate(ctx context.Context, header string) (apike
 		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgInvalidAuth)
 	case err != nil:
 		return apikey.Principal{}, newRequestError(http.StatusServiceUnavailable, msgUnavailable)
-	case p.Scope != apikey.ScopeProject:
+	}
+	switch err := apikey.RequireProject(p); {
+	case errors.Is(err, apikey.ErrNotProjectKey):
 		return apikey.Principal{}, newRequestError(http.StatusForbidden, msgOrgKey)
-	case p.ProjectID == "":
+	case err != nil:
 		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgInvalidAuth)
 	}
 	return p, nil
