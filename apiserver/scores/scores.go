@@ -202,7 +202,7 @@ func (h handlers) list(r *http.Request) (any, error) {
 	}
 	data := make([]Score, 0, len(list))
 	for _, sc := range list {
-		data = append(data, toScore(sc))
+		data = append(data, ToScore(sc))
 	}
 	return httpx.NewList(data, p, int64(total)), nil
 }
@@ -216,7 +216,7 @@ func (h handlers) get(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toScore(sc), nil
+	return ToScore(sc), nil
 }
 
 func (h handlers) delete(r *http.Request) (any, error) {
@@ -231,8 +231,9 @@ func (h handlers) delete(r *http.Request) (any, error) {
 	return httpx.WithStatus(http.StatusAccepted, Message{Message: "Score deletion queued successfully"}), nil
 }
 
-// toScore converts a stored score to its API form.
-func toScore(sc chstore.Score) Score {
+// ToScore converts a stored score to its API form: the one wire type of a
+// score, in the scores routes and inside a trace.
+func ToScore(sc chstore.Score) Score {
 	out := Score{
 		ID:            sc.ID,
 		TraceID:       httpx.OptionalString(sc.TraceID),

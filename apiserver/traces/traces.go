@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/observations"
+	"github.com/glassbox-dev/glassbox/apiserver/scores"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
@@ -64,30 +65,7 @@ type Detail struct {
 	Latency      float64             `json:"latency"`
 	TotalCost    float64             `json:"totalCost"`
 	Observations []observations.View `json:"observations"`
-	Scores       []Score             `json:"scores"`
-}
-
-// Score is a score of the trace or of one of its observations.
-type Score struct {
-	ID            string          `json:"id"`
-	TraceID       string          `json:"traceId"`
-	ObservationID *string         `json:"observationId"`
-	SessionID     *string         `json:"sessionId"`
-	DatasetRunID  *string         `json:"datasetRunId"`
-	Name          string          `json:"name"`
-	Value         float64         `json:"value"`
-	StringValue   *string         `json:"stringValue,omitempty"`
-	DataType      string          `json:"dataType"`
-	Source        string          `json:"source"`
-	Timestamp     httpx.Timestamp `json:"timestamp"`
-	CreatedAt     httpx.Timestamp `json:"createdAt"`
-	UpdatedAt     httpx.Timestamp `json:"updatedAt"`
-	AuthorUserID  *string         `json:"authorUserId"`
-	Comment       *string         `json:"comment"`
-	Metadata      httpx.JSON      `json:"metadata"`
-	ConfigID      *string         `json:"configId"`
-	QueueID       *string         `json:"queueId"`
-	Environment   string          `json:"environment"`
+	Scores       []scores.Score      `json:"scores"`
 }
 
 // DeleteRequest is the body of DELETE /api/public/traces.
@@ -261,7 +239,7 @@ func (h handlers) get(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, observations.StoreError(err, "Trace "+id)
 	}
-	scores, err := h.store.TraceScores(r.Context(), project, id)
+	traceScores, err := h.store.TraceScores(r.Context(), project, id)
 	if err != nil {
 		return nil, observations.StoreError(err, "Trace "+id)
 	}
@@ -271,7 +249,7 @@ func (h handlers) get(r *http.Request) (any, error) {
 		Latency:      t.LatencySeconds,
 		TotalCost:    t.TotalCost,
 		Observations: make([]observations.View, 0, len(t.Observations)),
-		Scores:       make([]Score, 0, len(scores)),
+		Scores:       make([]scores.Score, 0, len(traceScores)),
 	}
 	prompts, err := observations.LookupPromptIDs(r.Context(), h.prompts, project, t.Observations)
 	if err != nil {
@@ -280,8 +258,8 @@ func (h handlers) get(r *http.Request) (any, error) {
 	for _, o := range t.Observations {
 		d.Observations = append(d.Observations, observations.ToView(o, prompts))
 	}
-	for _, s := range scores {
-		d.Scores = append(d.Scores, toScore(s))
+	for _, s := range traceScores {
+		d.Scores = append(d.Scores, scores.ToScore(s))
 	}
 	return d, nil
 }
@@ -345,37 +323,6 @@ func ToTrace(t chstore.Trace) Trace {
 		CreatedAt:   httpx.FromMicros(t.CreatedAt),
 		UpdatedAt:   httpx.FromMicros(t.UpdatedAt),
 	}
-}
-
-func toScore(s chstore.Score) Score {
-	out := Score{
-		ID:            s.ID,
-		TraceID:       s.TraceID,
-		ObservationID: httpx.OptionalString(s.ObservationID),
-		SessionID:     httpx.OptionalString(s.SessionID),
-		DatasetRunID:  httpx.OptionalString(s.DatasetRunID),
-		Name:          s.Name,
-		Value:         s.Value,
-		DataType:      s.DataType,
-		Source:        s.Source,
-		Timestamp:     httpx.FromMicros(s.Timestamp),
-		CreatedAt:     httpx.FromMicros(s.StoredAt),
-		UpdatedAt:     httpx.FromMicros(s.StoredAt),
-		AuthorUserID:  httpx.OptionalString(s.AuthorUserID),
-		Comment:       httpx.OptionalString(s.Comment),
-		Metadata:      httpx.JSON("{}"),
-		ConfigID:      httpx.OptionalString(s.ConfigID),
-		QueueID:       httpx.OptionalString(s.QueueID),
-		Environment:   s.Environment,
-	}
-	if s.Metadata != "" {
-		out.Metadata = httpx.JSONValue(s.Metadata)
-	}
-	// Numeric scores carry no string value; the others carry their label.
-	if s.DataType != chstore.ScoreNumeric {
-		out.StringValue = &s.StringValue
-	}
-	return out
 }
 
 // parseGroups checks the requested field groups; none means all.

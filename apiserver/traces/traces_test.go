@@ -288,7 +288,8 @@ func TestGetHasEveryScore(t *testing.T) {
 	require.Len(t, d.Scores, 1001)
 	for i, sc := range d.Scores {
 		assert.Equal(t, fmt.Sprintf("search-%04d", i), sc.ID)
-		assert.Equal(t, traceSearch, sc.TraceID)
+		require.NotNil(t, sc.TraceID)
+		assert.Equal(t, traceSearch, *sc.TraceID)
 	}
 }
 
