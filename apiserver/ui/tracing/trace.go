@@ -213,7 +213,10 @@ func (h *handlers) neighbours(r *web.Request, list, id string) (prev, next strin
 		if n < 1 {
 			return nil, nil
 		}
-		f := ls.filter(r.Project.ID)
+		f, err := ls.filter(r.Project.ID)
+		if err != nil {
+			return nil, nil // a list that no longer filters has no neighbours
+		}
 		f.OrderBy = chstore.TraceOrder{Field: traceOrders[state.Sort], Desc: state.Desc}
 		f.Page, f.Limit = n, state.Limit
 		traces, _, err := h.store.ListTraces(r.Context(), f)

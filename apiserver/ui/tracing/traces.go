@@ -52,7 +52,10 @@ func (h *handlers) traces(r *web.Request) error {
 	}
 	list := readListState(q, h.now())
 	state := web.ReadTableState(q, traceColumns, "timestamp", true)
-	f := list.filter(r.Project.ID)
+	f, err := list.filter(r.Project.ID)
+	if err != nil {
+		return err
+	}
 	f.OrderBy = chstore.TraceOrder{Field: traceOrders[state.Sort], Desc: state.Desc}
 	f.Page, f.Limit = state.Page, state.Limit
 	traces, total, err := h.store.ListTraces(r.Context(), f)
@@ -94,7 +97,8 @@ func (h *handlers) traces(r *web.Request) error {
 
 func (s listState) filtered() bool {
 	return s.Search != "" || s.Name != "" || s.User != "" || s.Session != "" || s.Release != "" || s.Version != "" ||
-		len(s.Tags) > 0 || len(s.Envs) > 0
+		len(s.Tags) > 0 || len(s.Envs) > 0 || s.MetaKey != "" || s.ScoreName != "" || s.CostMin != "" || s.CostMax != "" ||
+		s.LatencyMin != "" || s.LatencyMax != "" || s.Advanced != ""
 }
 
 func traceRow(r *web.Request, t *web.Table, tr chstore.Trace, href string) web.Row {

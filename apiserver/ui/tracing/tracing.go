@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,14 @@ type listState struct {
 	Search                                string
 	Name, User, Session, Release, Version string
 	Tags, Envs                            []string
+	// More filters, compiled by the metrics engine's filter grammar:
+	// a metadata key's value, a score's average, cost and latency ranges,
+	// and raw grammar (`filter`, a JSON array) for everything else.
+	MetaKey, MetaValue     string
+	ScoreName, ScoreMin    string
+	CostMin, CostMax       string
+	LatencyMin, LatencyMax string // seconds
+	Advanced               string
 }
 
 func readListState(q url.Values, now time.Time) listState {
@@ -86,7 +95,63 @@ func readListState(q url.Values, now time.Time) listState {
 		Range: web.ReadTimeRange(q, "7d", now), Query: q, Search: get("q"),
 		Name: get("name"), User: get("user"), Session: get("session"), Release: get("release"), Version: get("version"),
 		Tags: nonEmpty(q["tag"]), Envs: nonEmpty(q["env"]),
+		MetaKey: get("meta_key"), MetaValue: get("meta_value"), ScoreName: get("score_name"), ScoreMin: get("score_min"),
+		CostMin: get("cost_min"), CostMax: get("cost_max"), LatencyMin: get("latency_min"), LatencyMax: get("latency_max"),
+		Advanced: get("filter"),
 	}
+}
+
+// grammar turns the extra filters into the metrics engine's filters; a
+// value that is not a number, or a `filter` that is not the grammar's JSON,
+// is the person's to fix (400 with the reason).
+func (s listState) grammar() ([]chstore.Filter, error) {
+	var out []chstore.Filter
+	if s.MetaKey != "" {
+		out = append(out, chstore.Filter{Column: "metadata", Type: "stringObject", Key: s.MetaKey, Operator: "=", Value: s.MetaValue})
+	}
+	num := func(what, text string, scale float64) (float64, error) {
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return 0, web.BadRequest("%s must be a number, not %q", what, text)
+		}
+		return f * scale, nil
+	}
+	ranges := []struct {
+		what, text, column, op string
+		scale                  float64
+	}{
+		{"The minimum cost", s.CostMin, "totalCost", ">=", 1}, {"The maximum cost", s.CostMax, "totalCost", "<=", 1},
+		{"The minimum latency", s.LatencyMin, "latency", ">=", 1000}, {"The maximum latency", s.LatencyMax, "latency", "<=", 1000},
+	}
+	for _, rg := range ranges {
+		if rg.text == "" {
+			continue
+		}
+		f, err := num(rg.what, rg.text, rg.scale)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chstore.Filter{Column: rg.column, Type: "number", Operator: rg.op, Value: f})
+	}
+	if s.ScoreName != "" {
+		least := "0"
+		if s.ScoreMin != "" {
+			least = s.ScoreMin
+		}
+		f, err := num("The score's minimum", least, 1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chstore.Filter{Column: "scores_avg", Type: "numberObject", Key: s.ScoreName, Operator: ">=", Value: f})
+	}
+	if s.Advanced != "" {
+		extra, err := chstore.ParseFilters(s.Advanced)
+		if err != nil {
+			return nil, web.BadRequest("The filter is not valid: %v", err)
+		}
+		out = append(out, extra...)
+	}
+	return out, nil
 }
 
 func nonEmpty(vs []string) []string {
@@ -99,8 +164,12 @@ func nonEmpty(vs []string) []string {
 	return out
 }
 
-func (s listState) filter(projectID string) chstore.TraceFilter {
-	f := chstore.TraceFilter{
+func (s listState) filter(projectID string) (chstore.TraceFilter, error) {
+	filters, err := s.grammar()
+	if err != nil {
+		return chstore.TraceFilter{}, err
+	}
+	f := chstore.TraceFilter{Filters: filters,
 		ProjectID: projectID, From: s.Range.From.UnixMicro(), To: s.Range.To.UnixMicro(),
 		Name: s.Name, UserID: s.User, SessionID: s.Session, Release: s.Release, Version: s.Version,
 		Tags: s.Tags, Environment: s.Envs,
@@ -108,7 +177,7 @@ func (s listState) filter(projectID string) chstore.TraceFilter {
 	if s.Search != "" && f.Name == "" {
 		f.Name = s.Search
 	}
-	return f
+	return f, nil
 }
 
 // errNotFound answers for traces that do not exist, or not in this project.

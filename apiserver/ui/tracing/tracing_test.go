@@ -137,3 +137,49 @@ func TestUserPage(t *testing.T) {
 	assert.Contains(t, res.Body, "1–2 of 2")
 	assert.Equal(t, http.StatusNotFound, c.Get("/project/"+env.ProjectID+"/users/nobody").Status)
 }
+
+// The traces table's extra filters go through the metrics engine's grammar:
+// a metadata key, a score's average, cost and latency ranges, raw filter
+// JSON; a value that is not a number or JSON that is not the grammar is a
+// 400 that says what to fix.
+func TestTracesFilters(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	now := time.Now().Add(-time.Hour)
+	env.ChatTrace(t, "trace-a", "support-chat", "alice", now)
+	env.ChatTrace(t, "trace-b", "billing-chat", "bob", now.Add(time.Minute))
+	env.Ingest(t,
+		uitest.Event{Type: "trace-create", Body: ev{"id": "trace-c", "name": "free-chat", "timestamp": uitest.Time(now.Add(2 * time.Minute)),
+			"metadata": ev{"team": "sales", "nested": ev{"depth": 3}}}},
+		uitest.Event{Type: "score-create", Body: ev{"id": "s-a", "traceId": "trace-a", "name": "quality", "value": 0.9}},
+		uitest.Event{Type: "score-create", Body: ev{"id": "s-b", "traceId": "trace-b", "name": "quality", "value": 0.2}},
+	)
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	shown := func(query string) []string {
+		t.Helper()
+		res := c.Get("/project/" + env.ProjectID + "/traces?range=24h&" + query)
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
+		var ids []string
+		for _, id := range []string{"trace-a", "trace-b", "trace-c"} {
+			if strings.Contains(res.Body, `data-id="`+id+`"`) {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	assert.Equal(t, []string{"trace-a", "trace-b", "trace-c"}, shown(""))
+	assert.Equal(t, []string{"trace-c"}, shown("meta_key=team&meta_value=sales"))
+	assert.Equal(t, []string{"trace-a", "trace-b"}, shown("meta_key=team&meta_value=support"))
+	assert.Equal(t, []string{"trace-c"}, shown("meta_key=nested.depth&meta_value=3"), "nested keys")
+	assert.Equal(t, []string{"trace-a"}, shown("score_name=quality&score_min=0.5"))
+	assert.Equal(t, []string{"trace-a", "trace-b"}, shown("cost_min=0.001"), "the chat traces cost $0.0012 each")
+	assert.Equal(t, []string{"trace-c"}, shown("cost_max=0.0001"))
+	assert.Equal(t, []string{"trace-c"}, shown("filter="+url.QueryEscape(`[{"column":"name","type":"string","operator":"starts with","value":"free"}]`)))
+
+	res := c.Get("/project/" + env.ProjectID + "/traces?cost_min=cheap")
+	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Contains(t, res.Body, "The minimum cost must be a number")
+	res = c.Get("/project/" + env.ProjectID + "/traces?filter=" + url.QueryEscape(`[{"column":"nope","type":"string","operator":"=","value":"x"}]`))
+	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Contains(t, res.Body, "nope")
+}

@@ -176,6 +176,9 @@ func (r *Request) fail(err error) {
 		e = &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, access.ErrDenied):
 		e = &Error{Status: http.StatusForbidden, Message: err.Error()}
+	case errors.Is(err, chstore.ErrInvalid):
+		// The engine's message names the field or filter to change.
+		e = &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, chstore.ErrUnavailable):
 		r.app.logger.Warn("ClickHouse is unavailable", zap.String("path", r.URL.Path), zap.Error(err))
 		e = errClickHouse
