@@ -82,6 +82,13 @@ func TestBrowserTour(t *testing.T) {
 	assert.Equal(t, 2, b.Count(`.replay-turn`))
 	b.Screenshot("session")
 
+	b.Go(p + "/users")
+	b.WaitVisible(`[data-testid=users]`)
+	assert.Equal(t, "alice", uitest.Eval[string](b, `document.querySelector("[data-testid=users] tbody tr[data-id]").dataset.id`), "the most active user first")
+	b.Screenshot("users")
+	b.ClickAndWait(`[data-testid=users] tbody tr[data-id=alice] a`)
+	assert.Contains(t, b.Text(`[data-testid=user-facts]`), "2")
+
 	// Settings: a key whose secret shows once.
 	b.Go(p + "/settings/api-keys")
 	b.Type(`[data-testid=create-key] input[name=note]`, "tour")

@@ -207,6 +207,9 @@ var tracesView = view{
 	measures: map[string]measure{
 		"count":             {expr: "1"},
 		"observationsCount": {expr: "t_observations", numeric: true, integer: true, traceExprs: []traceExpr{exprObsCount}},
+		// timestamp is the trace's start in Unix µs: min and max give when a
+		// user or session was first and last seen.
+		"timestamp": {expr: "t_start", numeric: true, integer: true},
 		"scoresCount":       {expr: "sc_count", numeric: true, integer: true, joins: joinScoreCount},
 		"uniqueUserIds":     {expr: "t_user_id", traceExprs: []traceExpr{exprUserID}},
 		"uniqueSessionIds":  {expr: "t_session_id", traceExprs: []traceExpr{exprSessionID}},

@@ -30,6 +30,7 @@ type Store interface {
 	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
 	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
 	ListObservations(ctx context.Context, f chstore.ObservationFilter) (chstore.ObservationPage, error)
+	Metrics(ctx context.Context, projectID string, q chstore.MetricsQuery) ([]map[string]any, error)
 }
 
 type handlers struct {
@@ -46,7 +47,7 @@ func Routes(app *web.App, store interface {
 	Store
 	Scores
 }, cp ControlPlane, media Media) error {
-	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html", "user.html")
+	t, err := app.Parse(pages, "traces.html", "trace.html", "observations.html", "user.html", "users.html")
 	if err != nil {
 		return err
 	}
@@ -54,6 +55,7 @@ func Routes(app *web.App, store interface {
 	app.AddNav(
 		web.NavItem{Section: "Observability", Label: "Traces", Path: "traces", Action: access.ProjectRead, Order: 100},
 		web.NavItem{Section: "Observability", Label: "Observations", Path: "observations", Action: access.ProjectRead, Order: 110},
+		web.NavItem{Section: "Observability", Label: "Users", Path: "users", Action: access.ProjectRead, Order: 130},
 	)
 	const proj = web.InProject
 	return app.Handle(
@@ -65,6 +67,7 @@ func Routes(app *web.App, store interface {
 			Handler: h.trace, Shared: h.sharedTrace},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/{traceId}/scores", Access: proj, Action: access.ScoresWrite, Handler: h.addScore},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/observations", Access: proj, Action: access.ProjectRead, Handler: h.observations},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/users", Access: proj, Action: access.ProjectRead, Handler: h.users},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/users/{userId}", Access: proj, Action: access.ProjectRead, Handler: h.user},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/media/{mediaId}", Access: proj, Action: access.ProjectRead, Handler: h.media},
 	)

@@ -183,3 +183,37 @@ func TestTracesFilters(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, res.Status)
 	assert.Contains(t, res.Body, "nope")
 }
+
+// The users list: each user of the window with traces, tokens, cost, first
+// and last seen from the metrics engine, sorted by a column, linking to the
+// user's page.
+func TestUsersList(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	now := time.Now().Add(-time.Hour)
+	env.ChatTrace(t, "trace-a", "support-chat", "alice", now)
+	env.ChatTrace(t, "trace-b", "support-chat", "alice", now.Add(10*time.Minute))
+	env.ChatTrace(t, "trace-c", "billing-chat", "<b>bob</b>", now.Add(5*time.Minute))
+	env.Ingest(t, uitest.Event{Type: "trace-create", Body: ev{"id": "anon", "name": "no-user", "timestamp": uitest.Time(now)}})
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+
+	res := c.Get("/project/" + env.ProjectID + "/users?range=24h")
+	require.Equal(t, http.StatusOK, res.Status)
+	alice := strings.Index(res.Body, `data-id="alice"`)
+	bob := strings.Index(res.Body, `data-id="&lt;b&gt;bob&lt;/b&gt;"`)
+	require.Positive(t, alice)
+	require.Positive(t, bob, "user ids are escaped")
+	assert.Less(t, alice, bob, "most traces first")
+	row := res.Body[alice : alice+strings.Index(res.Body[alice:], "</tr>")]
+	assert.Contains(t, row, ">2<", "two traces")
+	assert.Contains(t, row, "300", "150 tokens per chat trace")
+	assert.Contains(t, row, "$0.0024")
+	assert.Contains(t, row, `href="/project/`+env.ProjectID+`/users/alice"`)
+	assert.NotContains(t, res.Body, "no-user")
+
+	res = c.Get("/project/" + env.ProjectID + "/users?range=24h&sort=last.desc")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Less(t, strings.Index(res.Body, `data-id="alice"`), strings.Index(res.Body, `data-id="&lt;b&gt;bob&lt;/b&gt;"`), "alice was seen last")
+	res = c.Get("/project/" + env.ProjectID + "/users?range=24h&sort=traces.asc")
+	assert.Greater(t, strings.Index(res.Body, `data-id="alice"`), strings.Index(res.Body, `data-id="&lt;b&gt;bob&lt;/b&gt;"`), "fewest traces first")
+}
