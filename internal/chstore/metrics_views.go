@@ -209,13 +209,13 @@ var tracesView = view{
 		"observationsCount": {expr: "t_observations", numeric: true, integer: true, traceExprs: []traceExpr{exprObsCount}},
 		// timestamp is the trace's start in Unix µs: min and max give when a
 		// user or session was first and last seen.
-		"timestamp": {expr: "t_start", numeric: true, integer: true},
-		"scoresCount":       {expr: "sc_count", numeric: true, integer: true, joins: joinScoreCount},
-		"uniqueUserIds":     {expr: "t_user_id", traceExprs: []traceExpr{exprUserID}},
-		"uniqueSessionIds":  {expr: "t_session_id", traceExprs: []traceExpr{exprSessionID}},
-		"latency":           {expr: "(t_end - t_start) / 1000", numeric: true, traceExprs: []traceExpr{exprEnd}},
-		"totalTokens":       {expr: "t_total_tokens", numeric: true, integer: true, traceExprs: []traceExpr{exprTotalTokens}},
-		"totalCost":         {expr: "t_total_cost", numeric: true, traceExprs: []traceExpr{exprTotalCost}},
+		"timestamp":        {expr: "t_start", numeric: true, integer: true},
+		"scoresCount":      {expr: "sc_count", numeric: true, integer: true, joins: joinScoreCount},
+		"uniqueUserIds":    {expr: "t_user_id", traceExprs: []traceExpr{exprUserID}},
+		"uniqueSessionIds": {expr: "t_session_id", traceExprs: []traceExpr{exprSessionID}},
+		"latency":          {expr: "(t_end - t_start) / 1000", numeric: true, traceExprs: []traceExpr{exprEnd}},
+		"totalTokens":      {expr: "t_total_tokens", numeric: true, integer: true, traceExprs: []traceExpr{exprTotalTokens}},
+		"totalCost":        {expr: "t_total_cost", numeric: true, traceExprs: []traceExpr{exprTotalCost}},
 	},
 	timeField: "timestamp",
 }
