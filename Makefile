@@ -28,10 +28,11 @@ test-unit:
 bench:
 	./scripts/bench.sh
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet and golangci-lint (.golangci.yml: errorlint, gosec, staticcheck, unused, ineffassign)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@lint=$$(. scripts/lib.sh && ensure_golangci_lint) && $$lint run ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -26,6 +26,18 @@ ensure_builder() {
   echo "$gobin/builder"
 }
 
+# ensure_golangci_lint installs the pinned golangci-lint (make lint) when it is
+# missing, from the Go module proxy, and prints its path.
+GOLANGCI_LINT_VERSION=v2.15.0
+ensure_golangci_lint() {
+  local gobin
+  gobin=$(go env GOPATH)/bin
+  if [ ! -x "$gobin/golangci-lint" ] || ! "$gobin/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_LINT_VERSION#v}"; then
+    (cd / && GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION") >&2
+  fi
+  echo "$gobin/golangci-lint"
+}
+
 # ensure_node_modules DIR installs DIR's locked packages when the lockfile
 # changed. `npm install` rather than `npm ci`: chdb's lockfile records only this
 # platform's optional native package, which `npm ci` refuses as out of sync.

@@ -368,7 +368,7 @@ func (w *Worker) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	d = min(d, w.cfg.MaxRetryBackoff)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64())) //nolint:gosec // jitter needs no unpredictability
 }
 
 // acquire takes a slot of the connection's concurrency limit, waiting up

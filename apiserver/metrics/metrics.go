@@ -234,13 +234,13 @@ func (h handlers) daily(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	to, from := time.Now().UTC(), time.Time{}
+	to := time.Now().UTC()
 	if q.Has("toTimestamp") {
 		if to, err = timestamp("toTimestamp", q.String("toTimestamp")); err != nil {
 			return nil, err
 		}
 	}
-	from = to.Add(-dailyWindow)
+	from := to.Add(-dailyWindow)
 	if q.Has("fromTimestamp") {
 		if from, err = timestamp("fromTimestamp", q.String("fromTimestamp")); err != nil {
 			return nil, err

@@ -25,7 +25,7 @@ type Item struct {
 	Child    *Item      `json:"child"`
 	Other    other.Item `json:"otherItem"`
 	Hidden   string     `json:"-"`
-	internal string
+	internal string     //nolint:unused // unexported fields must stay out of the schema, which the test checks
 }
 
 type Base struct {

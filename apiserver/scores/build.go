@@ -136,7 +136,7 @@ func (b Builder) Build(ctx context.Context, projectID string, body Body, ts time
 		if dataType != "" && dataType != cfg.DataType {
 			return chstore.Score{}, httpx.BadRequest("Invalid dataType %s: score config %s is %s", dataType, cfg.ID, cfg.DataType)
 		}
-		dataType, sc.Name = cfg.DataType, cfg.Name
+		sc.Name = cfg.Name
 		if err := applyConfig(&sc, cfg, number, text); err != nil {
 			return chstore.Score{}, err
 		}

@@ -32,7 +32,7 @@ type adminInput struct {
 }
 
 // SecretKeyEnv names the variable a chosen secret key may come from.
-const SecretKeyEnv = "GLASSBOX_ADMIN_SECRET_KEY"
+const SecretKeyEnv = "GLASSBOX_ADMIN_SECRET_KEY" //nolint:gosec // a variable name, not a secret
 
 // secretKey reads a chosen secret: the first line of standard input when
 // fromStdin, else SecretKeyEnv; empty means generate one.

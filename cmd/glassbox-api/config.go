@@ -45,7 +45,7 @@ func loadConfig(path string) (apiserver.Config, error) {
 	if path == "" {
 		return cfg, cfg.Validate()
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path) //nolint:gosec // the operator names the configuration file
 	if err != nil {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}

@@ -158,7 +158,7 @@ func (s *Store) DeleteScore(ctx context.Context, projectID, id string) error {
 		return err
 	}
 	err = s.insert(ctx, s.ddl.name(deletedScoresTable), []string{"project_id", "id", "event_ts", "deleted_at"}, 1,
-		func(int) []any { return []any{projectID, id, uint64(sc.StoredAt), time.Now().UTC()} })
+		func(int) []any { return []any{projectID, id, uint64(sc.StoredAt), time.Now().UTC()} }) //nolint:gosec // a stored time, never negative
 	if err != nil {
 		return fmt.Errorf("write tombstone of score %s: %w", id, err)
 	}

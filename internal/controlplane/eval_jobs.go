@@ -211,12 +211,12 @@ func (s *Store) ClaimEvalJobs(ctx context.Context, owner string, limit int, leas
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+				_ = rows.Close() // the scan error is the one to report
 				return fmt.Errorf("claim evaluation jobs: %w", err)
 			}
 			ids = append(ids, id)
 		}
-		rows.Close()
+		_ = rows.Close() // rows.Err reports what went wrong while reading
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}

@@ -175,7 +175,7 @@ func (s *Store) memberships(ctx context.Context, where, orderBy string, args ...
 			createdAt int64
 		)
 		if err := rows.Scan(&m.OrganizationID, &m.OrganizationName, &m.UserID, &m.Email, &m.UserName, &role, &createdAt); err != nil {
-			rows.Close()
+			_ = rows.Close() // the scan error is the one to report
 			return nil, fmt.Errorf("list memberships: %w", err)
 		}
 		m.Role, m.CreatedAt = Role(role), fromMicros(createdAt)

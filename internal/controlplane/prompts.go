@@ -719,7 +719,7 @@ func (s *Store) ListPrompts(ctx context.Context, projectID string, f PromptFilte
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
-			rows.Close()
+			_ = rows.Close() // the scan error is the one to report
 			return nil, 0, err
 		}
 		names = append(names, n)

@@ -104,7 +104,7 @@ func ownerOnlyFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the operator names the database file in the DSN
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func parseDSN(dsn string) (driver, source string, postgres bool, err error) {
 	}
 	if path == ":memory:" {
 		// Each pooled connection would get its own empty database.
-		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite needs a file, not :memory:", ErrInvalid)
+		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite needs a file, not the in-memory database", ErrInvalid)
 	}
 	if strings.Contains(path, "?") {
 		return "", "", false, fmt.Errorf("%w: control plane dsn: SQLite options are fixed, remove %q", ErrInvalid, path[strings.Index(path, "?"):])

@@ -99,7 +99,7 @@ func (t *tap) start(_ context.Context, host component.Host) error {
 		return fmt.Errorf("extension %q does not serve evaluator rules", t.cfg.Source)
 	}
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go t.write(source, t.stop)
+	go t.write(source, t.stop) //nolint:gosec // the writer lives as long as the processor, not a request
 	t.loop = refresh.Start(t.cfg.RefreshInterval, t.cfg.RefreshTimeout, func(ctx context.Context) error {
 		rules, err := source.ActiveEvalRules(ctx)
 		if err != nil {

@@ -188,11 +188,11 @@ func (b *bodyReader) zstdDecoder(r io.Reader) (*zstd.Decoder, error) {
 		}
 		return d, nil
 	}
-	window := min(max(uint64(b.maxDecompressed), 8<<20), zstd.MaxWindowSize)
+	window := min(max(uint64(b.maxDecompressed), 8<<20), zstd.MaxWindowSize) //nolint:gosec // maxDecompressed is validated positive
 	return zstd.NewReader(r,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxMemory(uint64(b.maxDecompressed)),
+		zstd.WithDecoderMaxMemory(uint64(b.maxDecompressed)), //nolint:gosec // validated positive
 		zstd.WithDecoderMaxWindow(window),
 	)
 }

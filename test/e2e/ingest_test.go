@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"os/exec"
@@ -157,7 +158,7 @@ func runSDKEmitter(t *testing.T, sdkDir, baseURL string, p project, traces int) 
 		"TRACE_COUNT="+strconv.Itoa(traces),
 	)
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		t.Fatalf("emit-traces.mjs failed: %v\n%s", err, ee.Stderr)
 	}
 	require.NoError(t, err)

@@ -162,7 +162,7 @@ func waitStored(res *result, start time.Time, cfg chstore.Config, project string
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d spans stored after %s (last read error: %v)", stored, res.Spans, timeout, lastErr)
+			return fmt.Errorf("only %d of %d spans stored after %s (last read error: %w)", stored, res.Spans, timeout, lastErr)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

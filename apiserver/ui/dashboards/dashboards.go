@@ -394,9 +394,10 @@ func (h *handlers) addWidget(r *web.Request) error {
 	}
 	if err == nil {
 		size := 6
-		if f.Chart == chartNumber {
+		switch f.Chart {
+		case chartNumber:
 			size = 3
-		} else if f.Chart == chartTable {
+		case chartTable:
 			size = 12
 		}
 		_, _, err = h.store.AddPlacement(r.Context(), r.Project.ID, dashboardID,

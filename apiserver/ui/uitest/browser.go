@@ -204,8 +204,9 @@ func (b *Tab) WaitFor(expr string) {
 			return
 		}
 		msg := err.Error()
-		if b.ctx.Err() != nil || !(strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") ||
-			strings.Contains(msg, "Cannot find context")) {
+		navigating := strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") ||
+			strings.Contains(msg, "Cannot find context")
+		if b.ctx.Err() != nil || !navigating {
 			require.NoError(b.t, err, "waiting for %s", expr)
 		}
 	}

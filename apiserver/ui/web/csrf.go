@@ -103,7 +103,7 @@ func (r *Request) CSRFToken() string {
 // Secure when configured or when the request came over HTTPS. A zero expiry
 // makes a browser-session cookie.
 func (r *Request) setCookie(name, value string, expires time.Time) {
-	c := &http.Cookie{
+	c := &http.Cookie{ //nolint:gosec // HttpOnly, SameSite=Lax, and Secure whenever the request or the configuration is HTTPS
 		Name:     name,
 		Value:    value,
 		Path:     r.cookiePath(),
@@ -119,7 +119,7 @@ func (r *Request) setCookie(name, value string, expires time.Time) {
 }
 
 func (r *Request) clearCookie(name string) {
-	http.SetCookie(r.w, &http.Cookie{Name: name, Value: "", Path: r.cookiePath(), MaxAge: -1,
+	http.SetCookie(r.w, &http.Cookie{Name: name, Value: "", Path: r.cookiePath(), MaxAge: -1, //nolint:gosec // as setCookie
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.secure()})
 }
 
