@@ -109,6 +109,10 @@ type ClickHouseConfig struct {
 	// PurgeInterval is how often the rows of deleted traces and scores are
 	// removed: one ALTER ... DELETE per table for everything deleted since.
 	PurgeInterval time.Duration `mapstructure:"purge_interval"`
+	// RetentionInterval is how often the rows of projects with a retention
+	// (retentionDays) older than it are deleted: one ALTER ... DELETE per
+	// table for all such projects, and none when nothing has expired.
+	RetentionInterval time.Duration `mapstructure:"retention_interval"`
 	// MetricsMaxRowsToRead bounds the rows one metrics query reads; past it
 	// the query is refused with a 400 that says what to narrow.
 	MetricsMaxRowsToRead int64 `mapstructure:"metrics_max_rows_to_read"`
@@ -124,6 +128,9 @@ const (
 	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
 	DefaultMediaDir        = ".data/media"
 	DefaultPurgeInterval   = 5 * time.Minute
+	// DefaultRetentionInterval keeps expired data at most an hour beyond
+	// its retention.
+	DefaultRetentionInterval = time.Hour
 )
 
 // NewDefaultConfig returns the configuration of a local single-node install.
@@ -134,7 +141,8 @@ func NewDefaultConfig() Config {
 			MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes,
 			MaxReferences:    controlplane.DefaultPromptMaxReferences,
 		}},
-		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval},
+		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
+			RetentionInterval: DefaultRetentionInterval},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
@@ -170,6 +178,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.ClickHouse.PurgeInterval <= 0 {
 		errs = append(errs, errors.New("clickhouse.purge_interval must be positive"))
+	}
+	if cfg.ClickHouse.RetentionInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.retention_interval must be positive"))
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))

@@ -283,3 +283,58 @@ func TestListener(t *testing.T) {
 	require.NoError(t, l.Shutdown(context.Background()))
 	assert.NoError(t, <-l.Done())
 }
+
+// A project's retention deletes its data older than that many days, on the
+// retention interval; newer data and projects without retention stay.
+func TestRetentionDeletesExpiredData(t *testing.T) {
+	ctx := context.Background()
+	chCfg := chtest.Config(t)
+	cfg := NewDefaultConfig()
+	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.RetentionInterval = 500 * time.Millisecond
+	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
+	t.Setenv(controlplane.EnvInitOrgID, "org")
+	t.Setenv(controlplane.EnvInitProjectID, "kept-short")
+	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-retention")
+	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-retention-0123456")
+	srv, err := New(ctx, cfg, zap.NewNop())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Close()) }()
+	cp := srv.ControlPlane()
+	week := 7
+	_, err = cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
+	require.NoError(t, err)
+	other, err := cp.CreateProject(ctx, "org", controlplane.NewProject{ID: "kept-forever", Name: "forever"})
+	require.NoError(t, err)
+	_, otherSecret, err := cp.CreateAPIKey(ctx, "org", other.ID, controlplane.NewAPIKey{PublicKey: "pk-lf-forever", SecretKey: "sk-lf-0123456789abcdef-forever-01234567"})
+	require.NoError(t, err)
+
+	old := time.Now().AddDate(0, 0, -30).UTC().Format(time.RFC3339)
+	recent := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	ingest := func(auth string, events ...map[string]any) {
+		rec := apitest.Do(t, srv.Handler(), http.MethodPost, "/api/public/ingestion", auth, map[string]any{"batch": events})
+		require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	}
+	trace := func(id, at string) map[string]any {
+		return map[string]any{"id": "e-" + id, "timestamp": at, "type": "trace-create", "body": map[string]any{"id": id, "name": id, "timestamp": at}}
+	}
+	score := func(id, traceID, at string) map[string]any {
+		return map[string]any{"id": "e-" + id, "timestamp": at, "type": "score-create", "body": map[string]any{"id": id, "traceId": traceID, "name": "q", "value": 1}}
+	}
+	short := apitest.Basic("pk-lf-retention", "sk-lf-0123456789abcdef-retention-0123456")
+	forever := apitest.Basic("pk-lf-forever", otherSecret)
+	ingest(short, trace("old", old), trace("new", recent), score("old-score", "old", old), score("new-score", "new", recent))
+	ingest(forever, trace("ancient", old))
+
+	get := func(auth, path string) int {
+		return apitest.Do(t, srv.Handler(), http.MethodGet, path, auth, nil).Code
+	}
+	require.Equal(t, http.StatusOK, get(short, "/api/public/traces/old"))
+	require.Eventually(t, func() bool { return get(short, "/api/public/traces/old") == http.StatusNotFound }, 30*time.Second, 200*time.Millisecond,
+		"the trace older than the project's 7 days goes")
+	assert.Equal(t, http.StatusNotFound, get(short, "/api/public/v2/scores/old-score"), "and its score")
+	assert.Equal(t, http.StatusOK, get(short, "/api/public/traces/new"))
+	assert.Equal(t, http.StatusOK, get(short, "/api/public/v2/scores/new-score"))
+	assert.Equal(t, http.StatusOK, get(forever, "/api/public/traces/ancient"), "a project without retention keeps everything")
+}

@@ -663,3 +663,20 @@ func TestConnectMigratesAndMissingSchemaIsUnavailable(t *testing.T) {
 	_, err = bare.GetTrace(ctx, "proj", "0123456789abcdef0123456789abcdef")
 	require.NoError(t, err)
 }
+
+// Retention with nothing past it starts no mutation: the tables all
+// projects share are not rewritten on every run.
+func TestExpireBeforeStartsNoMutationWithoutWork(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	require.NoError(t, s.InsertObservations(ctx, traceOf("proj", "0123456789abcdef0123456789abcdef", time.Now().UnixMicro())))
+	n, err := s.ExpireBefore(ctx, nil)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	n, err = s.ExpireBefore(ctx, map[string]time.Time{"proj": time.Now().AddDate(0, 0, -7), "other": time.Now()})
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing of proj is older than 7 days, and other has no rows")
+	n, err = s.ExpireBefore(ctx, map[string]time.Time{"proj": time.Now().AddDate(0, 0, 2)})
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "observations and trace_index; no scores to expire")
+}

@@ -122,6 +122,26 @@ func (s *Store) ListProjects(ctx context.Context, orgID string) ([]Project, erro
 	return out, rows.Err()
 }
 
+// ProjectRetentions returns the retention, in days, of every live project
+// that has one, across organizations: what the data retention job expires.
+func (s *Store) ProjectRetentions(ctx context.Context) (map[string]int, error) {
+	rows, err := s.conn().query(ctx, `SELECT id, retention_days FROM projects WHERE deleted_at IS NULL AND retention_days > 0`)
+	if err != nil {
+		return nil, fmt.Errorf("list project retentions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var days int
+		if err := rows.Scan(&id, &days); err != nil {
+			return nil, fmt.Errorf("list project retentions: %w", err)
+		}
+		out[id] = days
+	}
+	return out, rows.Err()
+}
+
 // UpdateProject changes a live project of the organization.
 func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u ProjectUpdate) (Project, error) {
 	current, err := s.GetProject(ctx, orgID, projectID)
