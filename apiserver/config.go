@@ -141,7 +141,7 @@ func NewDefaultConfig() Config {
 			MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes,
 			MaxReferences:    controlplane.DefaultPromptMaxReferences,
 		}},
-		ClickHouse:               ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
+		ClickHouse: ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
 			RetentionInterval: DefaultRetentionInterval},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
