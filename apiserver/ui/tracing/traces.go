@@ -1,7 +1,9 @@
 package tracing
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +53,11 @@ func (h *handlers) traces(r *web.Request) error {
 		}
 	}
 	list := readListState(q, h.now())
-	state := web.ReadTableState(q, traceColumns, "timestamp", true)
+	columns, err := h.scoreColumns(r, list.Range)
+	if err != nil {
+		return err
+	}
+	state := web.ReadTableState(q, columns, "timestamp", true)
 	f, err := list.filter(r.Project.ID)
 	if err != nil {
 		return err
@@ -72,7 +78,7 @@ func (h *handlers) traces(r *web.Request) error {
 			return r.Redirect(r.Path("project", r.Project.ID))
 		}
 	}
-	table := web.NewTable("traces", r.Path("project", r.Project.ID, "traces"), traceColumns, state)
+	table := web.NewTable("traces", r.Path("project", r.Project.ID, "traces"), columns, state)
 	table.Total = total
 	table.Empty = "No traces match these filters in " + strings.ToLower(list.Range.Label()) + "."
 	if r.Can(access.TracesDelete) {
@@ -85,12 +91,24 @@ func (h *handlers) traces(r *web.Request) error {
 	notice := q.Get("notice")
 	q.Del("notice")
 	listQuery := q.Encode()
+	averages, err := h.scoreAverages(r, traces, list.Range)
+	if err != nil {
+		return err
+	}
 	for _, tr := range traces {
 		href := r.Path("project", r.Project.ID, "traces", tr.ID)
 		if listQuery != "" {
 			href += "?list=" + url.QueryEscape(listQuery)
 		}
-		table.Rows = append(table.Rows, traceRow(r, table, tr, href))
+		row := traceRow(r, table, tr, href)
+		for i, c := range table.Columns {
+			if name, ok := strings.CutPrefix(c.Key, scoreColumnPrefix); ok {
+				if avg, ok := averages[tr.ID][name]; ok {
+					row.Cells[i] = web.Cell{Text: web.FormatFloat(avg)}
+				}
+			}
+		}
+		table.Rows = append(table.Rows, row)
 	}
 	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered(), Notice: notice})
 }
@@ -99,6 +117,63 @@ func (s listState) filtered() bool {
 	return s.Search != "" || s.Name != "" || s.User != "" || s.Session != "" || s.Release != "" || s.Version != "" ||
 		len(s.Tags) > 0 || len(s.Envs) > 0 || s.MetaKey != "" || s.ScoreName != "" || s.CostMin != "" || s.CostMax != "" ||
 		s.LatencyMin != "" || s.LatencyMax != "" || s.Advanced != ""
+}
+
+// scoreColumnPrefix keys the score columns: one per numeric score name of
+// the window, holding each trace's average of that score.
+const scoreColumnPrefix = "score:"
+
+// maxScoreColumns bounds the score columns offered; the first few are
+// shown, the rest are in the column chooser.
+const (
+	maxScoreColumns   = 20
+	shownScoreColumns = 4
+)
+
+// scoreColumns are the trace columns plus one per numeric score name scored
+// in the window, from the metrics engine.
+func (h *handlers) scoreColumns(r *web.Request, tr web.TimeRange) ([]web.Column, error) {
+	rows, err := h.store.Metrics(r.Context(), r.Project.ID, chstore.MetricsQuery{View: chstore.ViewScoresNumeric,
+		Dimensions: []string{"name"}, Metrics: []chstore.Metric{{Measure: "count", Aggregation: "count"}},
+		From: tr.From, To: h.now(), OrderBy: []chstore.MetricOrder{{Field: "count_count", Desc: true}, {Field: "name"}}, RowLimit: maxScoreColumns})
+	if err != nil {
+		return nil, err
+	}
+	columns := slices.Clone(traceColumns)
+	for i, row := range rows {
+		name := fmt.Sprint(row["name"])
+		columns = append(columns, web.Column{Key: scoreColumnPrefix + name, Label: name, Numeric: true, Hidden: i >= shownScoreColumns})
+	}
+	return columns, nil
+}
+
+// scoreAverages is each listed trace's average of each numeric score.
+func (h *handlers) scoreAverages(r *web.Request, traces []chstore.Trace, tr web.TimeRange) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	if len(traces) == 0 {
+		return out, nil
+	}
+	ids := make([]any, len(traces))
+	for i, t := range traces {
+		ids[i] = t.ID
+	}
+	rows, err := h.store.Metrics(r.Context(), r.Project.ID, chstore.MetricsQuery{View: chstore.ViewScoresNumeric,
+		Dimensions: []string{"traceId", "name"}, Metrics: []chstore.Metric{{Measure: "value", Aggregation: "avg"}},
+		Filters: []chstore.Filter{{Column: "traceId", Type: "stringOptions", Operator: "any of", Value: ids}},
+		From:    tr.From, To: h.now()})
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		trace, name := fmt.Sprint(row["traceId"]), fmt.Sprint(row["name"])
+		if avg, ok := row["avg_value"].(float64); ok {
+			if out[trace] == nil {
+				out[trace] = map[string]float64{}
+			}
+			out[trace][name] = avg
+		}
+	}
+	return out, nil
 }
 
 func traceRow(r *web.Request, t *web.Table, tr chstore.Trace, href string) web.Row {

@@ -176,7 +176,19 @@ func TestTracesFilters(t *testing.T) {
 	assert.Equal(t, []string{"trace-c"}, shown("cost_max=0.0001"))
 	assert.Equal(t, []string{"trace-c"}, shown("filter="+url.QueryEscape(`[{"column":"name","type":"string","operator":"starts with","value":"free"}]`)))
 
-	res := c.Get("/project/" + env.ProjectID + "/traces?cost_min=cheap")
+	// A column per score name, with each trace's average.
+	res := c.Get("/project/" + env.ProjectID + "/traces?range=24h")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Contains(t, res.Body, ">quality<")
+	rowOf := func(id string) string {
+		i := strings.Index(res.Body, `data-id="`+id+`"`)
+		require.Positive(t, i)
+		return res.Body[i : i+strings.Index(res.Body[i:], "</tr>")]
+	}
+	assert.Contains(t, rowOf("trace-a"), ">0.9<")
+	assert.Contains(t, rowOf("trace-b"), ">0.2<")
+
+	res = c.Get("/project/" + env.ProjectID + "/traces?cost_min=cheap")
 	assert.Equal(t, http.StatusBadRequest, res.Status)
 	assert.Contains(t, res.Body, "The minimum cost must be a number")
 	res = c.Get("/project/" + env.ProjectID + "/traces?filter=" + url.QueryEscape(`[{"column":"nope","type":"string","operator":"=","value":"x"}]`))
