@@ -83,6 +83,9 @@ var (
 	exprObsIDs    = traceExpr{"t_observation_ids", "arrayMap(o -> o.2, arraySort(groupArray((start_time_us, id))))"}
 	exprCreated   = traceExpr{"t_created", "min(event_ts)"}
 	exprUpdated   = traceExpr{"t_updated", "max(event_ts)"}
+	// exprLevel is the trace's most severe observation level.
+	exprLevel = traceExpr{"t_level", "multiIf(countIf(level = 'ERROR') > 0, 'ERROR', countIf(level = 'WARNING') > 0, 'WARNING', " +
+		"countIf(level = 'DEFAULT') > 0, 'DEFAULT', count() > 0, 'DEBUG', 'DEFAULT')"}
 )
 
 func latestSet(alias, column string) traceExpr {
@@ -104,12 +107,12 @@ var traceOrderExprs = map[string]traceExpr{
 var traceDetailExprs = []traceExpr{
 	exprStart, exprEnd, exprName, exprUserID, exprSessionID, exprRelease, exprVersion,
 	exprInput, exprOutput, exprEnvironment, exprTags, exprPublic, exprMetadata,
-	exprTotalCost, exprObsIDs, exprCreated, exprUpdated,
+	exprTotalCost, exprObsIDs, exprCreated, exprUpdated, exprLevel, exprTotalTokens,
 }
 
 // traceDetailColumns are the observation columns traceDetailExprs read.
 const traceDetailColumns = "trace_id, id, name, start_time_us, end_time_us, trace_name, is_root, user_id, session_id, " +
-	"release, version, trace_input, trace_output, environment, tags, public, trace_metadata, total_cost, event_ts"
+	"release, version, trace_input, trace_output, environment, tags, public, trace_metadata, total_cost, event_ts, level, usage_keys, usage_values"
 
 func selectList(exprs []traceExpr) string {
 	parts := make([]string, 0, len(exprs))
@@ -289,7 +292,7 @@ func (s *Store) traceDetails(ctx context.Context, projectID string, ids []string
 		)
 		err := r.Scan(&t.ID, &t.Timestamp, &end, &t.Name, &t.UserID, &t.SessionID, &t.Release, &t.Version,
 			&t.Input, &t.Output, &t.Environment, &t.Tags, &public, &metadata,
-			&t.TotalCost, &t.ObservationIDs, &createdAt, &updatedAt)
+			&t.TotalCost, &t.ObservationIDs, &createdAt, &updatedAt, &t.Level, &t.TotalTokens)
 		if err != nil {
 			return err
 		}

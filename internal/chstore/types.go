@@ -33,6 +33,10 @@ type Trace struct {
 	LatencySeconds float64
 	// TotalCost sums the observations' total cost in USD.
 	TotalCost float64
+	// TotalTokens sums the observations' total tokens.
+	TotalTokens int64
+	// Level is the most severe level of the trace's observations.
+	Level string
 	// ObservationIDs are the observation ids in start order.
 	ObservationIDs []string
 	// CreatedAt and UpdatedAt are when the first and the last span were stored.

@@ -23,7 +23,9 @@ var traceColumns = []web.Column{
 	{Key: "session", Label: "Session", Sortable: true},
 	{Key: "tags", Label: "Tags"},
 	{Key: "environment", Label: "Environment"},
+	{Key: "level", Label: "Level"},
 	{Key: "latency", Label: "Latency", Numeric: true},
+	{Key: "tokens", Label: "Tokens", Numeric: true},
 	{Key: "cost", Label: "Cost", Numeric: true},
 	{Key: "observations", Label: "Observations", Numeric: true, Hidden: true},
 	{Key: "release", Label: "Release", Sortable: true, Hidden: true},
@@ -204,8 +206,15 @@ func traceRow(r *web.Request, t *web.Table, tr chstore.Trace, href string) web.R
 			cell = web.Cell{Tags: tr.Tags}
 		case "environment":
 			cell = web.Cell{Text: tr.Environment}
+		case "level":
+			cell = web.Cell{Text: tr.Level}
+			if tr.Level == "ERROR" || tr.Level == "WARNING" {
+				cell.Class = "level-" + tr.Level
+			}
 		case "latency":
 			cell = web.Cell{Text: web.FormatMillis(tr.LatencySeconds * 1000)}
+		case "tokens":
+			cell = web.Cell{Text: web.FormatInt(tr.TotalTokens)}
 		case "cost":
 			cell = web.Cell{Text: web.FormatCost(tr.TotalCost)}
 		case "observations":

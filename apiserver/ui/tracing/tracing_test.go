@@ -150,6 +150,8 @@ func TestTracesFilters(t *testing.T) {
 	env.Ingest(t,
 		uitest.Event{Type: "trace-create", Body: ev{"id": "trace-c", "name": "free-chat", "timestamp": uitest.Time(now.Add(2 * time.Minute)),
 			"metadata": ev{"team": "sales", "nested": ev{"depth": 3}}}},
+		uitest.Event{Type: "span-create", Body: ev{"id": "c-fail", "traceId": "trace-c", "name": "lookup", "level": "ERROR",
+			"statusMessage": "timeout", "startTime": uitest.Time(now.Add(2 * time.Minute))}},
 		uitest.Event{Type: "score-create", Body: ev{"id": "s-a", "traceId": "trace-a", "name": "quality", "value": 0.9}},
 		uitest.Event{Type: "score-create", Body: ev{"id": "s-b", "traceId": "trace-b", "name": "quality", "value": 0.2}},
 	)
@@ -186,6 +188,9 @@ func TestTracesFilters(t *testing.T) {
 		return res.Body[i : i+strings.Index(res.Body[i:], "</tr>")]
 	}
 	assert.Contains(t, rowOf("trace-a"), ">0.9<")
+	assert.Contains(t, rowOf("trace-a"), ">150<", "the chat trace's tokens")
+	assert.Contains(t, rowOf("trace-a"), ">DEFAULT<", "its level")
+	assert.Contains(t, rowOf("trace-c"), ">ERROR<", "a trace with a failed observation")
 	assert.Contains(t, rowOf("trace-b"), ">0.2<")
 
 	res = c.Get("/project/" + env.ProjectID + "/traces?cost_min=cheap")
