@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,7 @@ type rowsPlan struct {
 	joins      join
 	traceExprs []traceExpr
 	metadata   bool // the JSON columns a metadata filter reads
+	text       bool // the trace input and output a full-text filter reads
 }
 
 func (p *rowsPlan) needField(f field) {
@@ -39,6 +41,9 @@ func (p *rowsPlan) needField(f field) {
 	p.traceExprs = append(p.traceExprs, f.traceExprs...)
 	if f.kind == kindObject {
 		p.metadata = true
+	}
+	if slices.Contains(f.traceExprs, exprInput) {
+		p.text = true
 	}
 }
 
@@ -142,6 +147,9 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 	columns := traceMetricColumns
 	if plan.metadata {
 		columns += ", trace_metadata"
+	}
+	if plan.text {
+		columns += ", trace_input, trace_output"
 	}
 	// A trace's timestamp is its first span's start: rows are read from a
 	// lookback before the window so that a trace that began before it is

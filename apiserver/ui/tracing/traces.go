@@ -118,7 +118,7 @@ func (h *handlers) traces(r *web.Request) error {
 func (s listState) filtered() bool {
 	return s.Search != "" || s.Name != "" || s.User != "" || s.Session != "" || s.Release != "" || s.Version != "" ||
 		len(s.Tags) > 0 || len(s.Envs) > 0 || s.MetaKey != "" || s.ScoreName != "" || s.CostMin != "" || s.CostMax != "" ||
-		s.LatencyMin != "" || s.LatencyMax != "" || s.Advanced != ""
+		s.LatencyMin != "" || s.LatencyMax != "" || s.Text != "" || s.Advanced != ""
 }
 
 // scoreColumnPrefix keys the score columns: one per numeric score name of

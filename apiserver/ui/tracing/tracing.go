@@ -89,6 +89,7 @@ type listState struct {
 	ScoreName, ScoreMin    string
 	CostMin, CostMax       string
 	LatencyMin, LatencyMax string // seconds
+	Text                   string // in the input or output: reads every trace's text
 	Advanced               string
 }
 
@@ -100,7 +101,7 @@ func readListState(q url.Values, now time.Time) listState {
 		Tags: nonEmpty(q["tag"]), Envs: nonEmpty(q["env"]),
 		MetaKey: get("meta_key"), MetaValue: get("meta_value"), ScoreName: get("score_name"), ScoreMin: get("score_min"),
 		CostMin: get("cost_min"), CostMax: get("cost_max"), LatencyMin: get("latency_min"), LatencyMax: get("latency_max"),
-		Advanced: get("filter"),
+		Text: get("text"), Advanced: get("filter"),
 	}
 }
 
@@ -111,6 +112,9 @@ func (s listState) grammar() ([]chstore.Filter, error) {
 	var out []chstore.Filter
 	if s.MetaKey != "" {
 		out = append(out, chstore.Filter{Column: "metadata", Type: "stringObject", Key: s.MetaKey, Operator: "=", Value: s.MetaValue})
+	}
+	if s.Text != "" {
+		out = append(out, chstore.Filter{Column: "inputOutput", Type: "string", Operator: "contains", Value: s.Text})
 	}
 	num := func(what, text string, scale float64) (float64, error) {
 		f, err := strconv.ParseFloat(text, 64)

@@ -176,6 +176,7 @@ func TestTracesFilters(t *testing.T) {
 	assert.Equal(t, []string{"trace-a"}, shown("score_name=quality&score_min=0.5"))
 	assert.Equal(t, []string{"trace-a", "trace-b"}, shown("cost_min=0.001"), "the chat traces cost $0.0012 each")
 	assert.Equal(t, []string{"trace-c"}, shown("cost_max=0.0001"))
+	assert.Equal(t, []string{"trace-a", "trace-b"}, shown("text=TOMORROW"), "the chat traces' output, whatever the case")
 	assert.Equal(t, []string{"trace-c"}, shown("filter="+url.QueryEscape(`[{"column":"name","type":"string","operator":"starts with","value":"free"}]`)))
 
 	// A column per score name, with each trace's average.
