@@ -99,6 +99,7 @@ func Routes(store Store, configs ConfigStore) []httpx.Route {
 			Doc: httpx.Doc{OperationID: "scores_delete", Tag: "Scores", Response: Message{}, Status: http.StatusAccepted,
 				Summary: "Delete a score; reads stop returning it once storage has applied the deletion."},
 		},
+		v3Route(h),
 	}, configRoutes(configs)...)
 }
 

@@ -18,12 +18,25 @@ type ScoreSearch struct {
 	// Operator (<, >, <=, >=, = or !=) compares the score value with Value.
 	Operator string
 	Value    float64
+	// ValueIn keeps scores whose value is one of these.
+	ValueIn []float64
 	// UserID keeps scores of traces that carried this user id; TraceTags
 	// keeps scores of traces that carry all these tags.
 	UserID    string
 	TraceTags []string
 	// Filters are the structured `filter` parameter, over every score.
 	Filters []Filter
+	// Keyset pages by position rather than offset, without counting a
+	// total: the first Limit scores after After (from the start when nil).
+	Keyset bool
+	After  *ScoreCursor
+}
+
+// ScoreCursor is a position in the scores listing (newest first, then by
+// id): the last score of a page.
+type ScoreCursor struct {
+	Timestamp int64
+	ID        string
 }
 
 // SearchScores returns one page of a project's scores, newest first, and the
@@ -73,6 +86,9 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 	if q.Operator != "" {
 		outer.add("value "+q.Operator+" ?", q.Value)
 	}
+	if len(q.ValueIn) > 0 {
+		outer.add("has(?, value)", q.ValueIn)
+	}
 	observations := s.ddl.name(observationsTable)
 	if q.UserID != "" {
 		outer.add("trace_id GLOBAL IN (SELECT trace_id FROM "+observations+" WHERE project_id = ? AND user_id = ?)",
@@ -90,14 +106,22 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 		}
 		outer.add(cond, args...)
 	}
+	if q.After != nil {
+		outer.add("(timestamp_us < ? OR (timestamp_us = ? AND id < ?))", q.After.Timestamp, q.After.Timestamp, q.After.ID)
+	}
 	query := "FROM (" + latest + ") AS latest WHERE " + outer.String()
 	args := append(inner.args[:len(inner.args):len(inner.args)], outer.args...)
 
 	var total uint64
-	if err := s.query(ctx, "SELECT count() "+query, args, func(r rowScanner) error { return r.Scan(&total) }); err != nil {
-		return nil, 0, fmt.Errorf("count scores: %w", err)
+	if !q.Keyset {
+		if err := s.query(ctx, "SELECT count() "+query, args, func(r rowScanner) error { return r.Scan(&total) }); err != nil {
+			return nil, 0, fmt.Errorf("count scores: %w", err)
+		}
 	}
 	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
+	if q.Keyset {
+		offset = 0
+	}
 	scores := []Score{}
 	err := s.query(ctx, "SELECT "+scoreReadColumns+" "+query+" ORDER BY timestamp_us DESC, id DESC LIMIT ?, ?",
 		append(args, offset, limit), func(r rowScanner) error {

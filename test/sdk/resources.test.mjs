@@ -283,6 +283,19 @@ describe("Glassbox resources through the Langfuse SDK", { skip }, () => {
     assert.equal(byId[ids.boolean].value, 1);
     assert.equal(byId[ids.boolean].stringValue, "True");
 
+    // The v4-era read: typed values, field groups, cursor pages.
+    const v3 = await langfuse.api.scoresV3.getManyV3({ traceId, fields: "details,subject", limit: 2 });
+    assert.equal(v3.data.length, 2);
+    assert.ok(v3.meta.cursor, "a next page");
+    const rest = await langfuse.api.scoresV3.getManyV3({ traceId, fields: "details,subject", limit: 2, cursor: v3.meta.cursor });
+    const v3ById = Object.fromEntries([...v3.data, ...rest.data].map((s) => [s.id, s]));
+    assert.equal(Object.keys(v3ById).length, 3);
+    assert.equal(v3ById[ids.numeric].value, 0.92);
+    assert.equal(v3ById[ids.boolean].value, true);
+    assert.equal(v3ById[ids.categorical].value, "polite");
+    assert.deepEqual(v3ById[ids.numeric].subject, { kind: "trace", id: traceId });
+    assert.deepEqual(v3ById[ids.numeric].metadata, { judge: "exact" });
+
     const sessionScores = await langfuse.api.scores.getMany({ sessionId });
     assert.equal(sessionScores.data.length, 1);
     assert.equal(sessionScores.data[0].value, 4);
