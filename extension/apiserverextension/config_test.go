@@ -55,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 					ReplicatedEngines: true,
 					QueryTimeout:      10 * time.Second,
 					PurgeInterval:     time.Minute,
+					RetentionInterval: 30 * time.Minute,
 				},
 				InitFromEnv:              true,
 				MaxRequestBodyBytes:      2097152,
