@@ -211,8 +211,18 @@ func applyType(sc *chstore.Score, dataType string, number float64, text *string)
 		sc.StringValue = *text
 	case chstore.ScoreBoolean:
 		return setBoolean(sc, number, text)
+	case chstore.ScoreText:
+		if text == nil || *text == "" {
+			return httpx.BadRequest("Invalid value: a TEXT score needs a non-empty string")
+		}
+		sc.StringValue = *text
+	case chstore.ScoreCorrection:
+		if text == nil {
+			return httpx.BadRequest("Invalid value: a CORRECTION score needs a string (the corrected output; it may be empty)")
+		}
+		sc.StringValue = *text
 	default:
-		return httpx.BadRequest("Invalid dataType %q: expected NUMERIC, CATEGORICAL or BOOLEAN", dataType)
+		return httpx.BadRequest("Invalid dataType %q: expected NUMERIC, CATEGORICAL, BOOLEAN, TEXT or CORRECTION", dataType)
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ var listParams = append([]httpx.Param{
 }, httpx.PageParams...)
 
 var (
-	dataTypes = []string{chstore.ScoreNumeric, chstore.ScoreCategorical, chstore.ScoreBoolean}
+	dataTypes = []string{chstore.ScoreNumeric, chstore.ScoreCategorical, chstore.ScoreBoolean, chstore.ScoreText, chstore.ScoreCorrection}
 	sources   = []string{chstore.SourceAPI, chstore.SourceEval, chstore.SourceAnnotation}
 	operators = []string{"<", ">", "<=", ">=", "=", "!="}
 )

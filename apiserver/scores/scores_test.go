@@ -152,7 +152,7 @@ func TestScoreValidationAndQueries(t *testing.T) {
 	for param, query := range map[string]string{
 		"operator":      "?operator=~&value=1",
 		"value":         "?operator=%3E&value=high",
-		"dataType":      "?dataType=TEXT",
+		"dataType":      "?dataType=SENTIMENT",
 		"fromTimestamp": "?fromTimestamp=soon",
 		"fields":        "?fields=score",
 		"limit":         "?limit=0",

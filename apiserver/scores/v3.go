@@ -245,7 +245,7 @@ func toScoreV3(sc chstore.Score, groups map[string]bool) ScoreV3 {
 	switch sc.DataType {
 	case chstore.ScoreBoolean:
 		out.Value = sc.Value == 1
-	case chstore.ScoreCategorical:
+	case chstore.ScoreCategorical, chstore.ScoreText, chstore.ScoreCorrection:
 		out.Value = sc.StringValue
 	default:
 		out.Value = sc.Value

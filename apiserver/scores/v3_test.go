@@ -121,3 +121,36 @@ func TestScoresV3(t *testing.T) {
 		assert.Contains(t, rec.Body.String(), message, query)
 	}
 }
+
+// TEXT and CORRECTION scores are written and read in every score route; they
+// carry their text and aggregate nowhere.
+func TestTextAndCorrectionScores(t *testing.T) {
+	h, a, _ := setup(t)
+	create(t, h, a.ProjectAuth, map[string]any{"id": "txt", "traceId": "t1", "name": "review", "value": "Clear and correct.", "dataType": "TEXT"})
+	create(t, h, a.ProjectAuth, map[string]any{"id": "fix", "traceId": "t1", "observationId": "o1", "name": "correction", "value": "", "dataType": "CORRECTION"})
+	for body, message := range map[string]map[string]any{
+		"a TEXT score needs":       {"traceId": "t1", "name": "review", "value": 3, "dataType": "TEXT"},
+		"a CORRECTION score needs": {"traceId": "t1", "name": "correction", "value": 1, "dataType": "CORRECTION"},
+		"expected NUMERIC":         {"traceId": "t1", "name": "x", "value": "y", "dataType": "SENTIMENT"},
+	} {
+		rec := apitest.Do(t, h, http.MethodPost, "/api/public/scores", a.ProjectAuth, message)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, body)
+		assert.Contains(t, rec.Body.String(), body)
+	}
+
+	v2 := list(t, h, a.ProjectAuth, "?dataType=TEXT")
+	require.Len(t, v2.Data, 1)
+	require.NotNil(t, v2.Data[0].StringValue)
+	assert.Equal(t, "Clear and correct.", *v2.Data[0].StringValue)
+	rec := apitest.Do(t, h, http.MethodGet, "/api/public/v2/scores/fix", a.ProjectAuth, nil)
+	status(t, rec, http.StatusOK)
+	assert.Equal(t, "CORRECTION", apitest.Decode[Score](t, rec).DataType)
+
+	v3 := listV3(t, h, a.ProjectAuth, "?dataType=text,correction")
+	require.Len(t, v3.Data, 2)
+	values := map[string]any{}
+	for _, s := range v3.Data {
+		values[s.ID] = s.Value
+	}
+	assert.Equal(t, map[string]any{"txt": "Clear and correct.", "fix": ""}, values)
+}

@@ -37,9 +37,9 @@ func validateScore(sc *Score) error {
 		problems = append(problems, "an observation score needs its trace id")
 	}
 	switch sc.DataType {
-	case ScoreNumeric, ScoreCategorical, ScoreBoolean:
+	case ScoreNumeric, ScoreCategorical, ScoreBoolean, ScoreText, ScoreCorrection:
 	default:
-		problems = append(problems, fmt.Sprintf("data type %q is not NUMERIC, CATEGORICAL or BOOLEAN", sc.DataType))
+		problems = append(problems, fmt.Sprintf("data type %q is not NUMERIC, CATEGORICAL, BOOLEAN, TEXT or CORRECTION", sc.DataType))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: score %q: %s", ErrInvalid, sc.ID, strings.Join(problems, "; "))

@@ -72,6 +72,11 @@ const (
 	ScoreNumeric     = "NUMERIC"
 	ScoreCategorical = "CATEGORICAL"
 	ScoreBoolean     = "BOOLEAN"
+	// ScoreText is free text, and ScoreCorrection a corrected output (empty
+	// when unset); both keep their text in StringValue and aggregate
+	// nowhere.
+	ScoreText       = "TEXT"
+	ScoreCorrection = "CORRECTION"
 
 	SourceAPI        = "API"
 	SourceEval       = "EVAL"
