@@ -131,13 +131,11 @@ type DeletionResponse struct {
 	Message string `json:"message"`
 }
 
-// What the API accepts, as in Langfuse's unstable API: new widgets query
-// observations or scores; traces widgets exist only from before.
+// What the API accepts, as in Langfuse's unstable API.
 var (
-	views      = []string{"observations", "scores-numeric", "scores-categorical"}
-	chartTypes = []string{"LINE_TIME_SERIES", "AREA_TIME_SERIES", "BAR_TIME_SERIES", "HORIZONTAL_BAR", "VERTICAL_BAR", "PIE",
-		"NUMBER", "HISTOGRAM", "PIVOT_TABLE"}
-	aggregations = []string{"sum", "avg", "count", "max", "min", "p50", "p75", "p90", "p95", "p99", "histogram", "uniq"}
+	views        = controlplane.WidgetViews
+	chartTypes   = controlplane.WidgetChartTypes
+	aggregations = controlplane.WidgetAggregations
 	filterTypes  = []string{"string", "number", "datetime", "boolean", "null", "stringOptions", "arrayOptions", "categoryOptions",
 		"stringObject", "numberObject", "booleanObject"}
 )

@@ -45,6 +45,16 @@ type Placement struct {
 	YSize    int    `json:"y_size"`
 }
 
+// The widget vocabulary of Langfuse's unstable dashboards API, which the API
+// and the UI both offer: the views a new widget may query (traces widgets
+// exist only from before), how it may be drawn and how it aggregates.
+var (
+	WidgetViews      = []string{"observations", "scores-numeric", "scores-categorical"}
+	WidgetChartTypes = []string{"LINE_TIME_SERIES", "AREA_TIME_SERIES", "BAR_TIME_SERIES", "HORIZONTAL_BAR", "VERTICAL_BAR", "PIE",
+		"NUMBER", "HISTOGRAM", "PIVOT_TABLE"}
+	WidgetAggregations = []string{"count", "sum", "avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "uniq", "histogram"}
+)
+
 // Placement types.
 const (
 	PlacementWidget = "widget"

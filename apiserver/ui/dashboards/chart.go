@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 // Chart types, as Langfuse's widgets name them.
@@ -25,11 +26,22 @@ const (
 	chartTable     = "PIVOT_TABLE"
 )
 
-var chartTypes = []struct{ Key, Label string }{
-	{chartLine, "Line over time"}, {chartArea, "Area over time"}, {chartBarTime, "Bars over time"},
-	{chartHBar, "Horizontal bars"}, {chartVBar, "Vertical bars"}, {chartPie, "Pie"},
-	{chartNumber, "Number"}, {chartHistogram, "Histogram"}, {chartTable, "Table"},
+// chartLabels name the chart types in the widget form.
+var chartLabels = map[string]string{
+	chartLine: "Line over time", chartArea: "Area over time", chartBarTime: "Bars over time",
+	chartHBar: "Horizontal bars", chartVBar: "Vertical bars", chartPie: "Pie",
+	chartNumber: "Number", chartHistogram: "Histogram", chartTable: "Table",
 }
+
+// chartTypes are the widget chart types with their labels, in the API's
+// order.
+var chartTypes = func() []struct{ Key, Label string } {
+	out := make([]struct{ Key, Label string }, 0, len(controlplane.WidgetChartTypes))
+	for _, c := range controlplane.WidgetChartTypes {
+		out = append(out, struct{ Key, Label string }{c, chartLabels[c]})
+	}
+	return out
+}()
 
 func timeSeries(chart string) bool {
 	return chart == chartLine || chart == chartArea || chart == chartBarTime

@@ -272,12 +272,12 @@ func (h *handlers) renderDashboard(r *web.Request, form widgetForm, formErr stri
 }
 
 // widgetViews are the views a widget may query, as Langfuse's widgets allow.
-var widgetViews = []string{chstore.ViewObservations, chstore.ViewScoresNumeric, chstore.ViewScoresCategorical}
+var widgetViews = controlplane.WidgetViews
 
 // operators are the form's string filter operators.
 var operators = []string{"=", "contains", "starts with", "ends with", "does not contain"}
 
-var aggregations = []string{"count", "sum", "avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "uniq", "histogram"}
+var aggregations = controlplane.WidgetAggregations
 
 // storedDimension and storedMetric are the widget JSON Langfuse's API keeps.
 type storedDimension struct {
