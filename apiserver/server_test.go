@@ -180,21 +180,33 @@ func TestNew(t *testing.T) {
 // The review's sequence: 50 delete requests, for traces that exist and ids
 // that do not. The requests start no mutation; the server's scheduled purge
 // starts one per table, and the rows go.
-func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
-	ctx := context.Background()
+// startWithProject starts a server on a fresh ClickHouse database with one
+// project and key pair, configured by configure; it stops with the test.
+func startWithProject(t *testing.T, project, publicKey, secretKey string, configure func(*Config)) (*Server, chstore.Config) {
+	t.Helper()
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
 	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
-	cfg.ClickHouse.PurgeInterval = 2 * time.Second
 	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
+	configure(&cfg)
 	t.Setenv(controlplane.EnvInitOrgID, "org")
-	t.Setenv(controlplane.EnvInitProjectID, "proj")
-	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-purge")
-	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-purge-0123456-012")
-	srv, err := New(ctx, cfg, zap.NewNop())
+	t.Setenv(controlplane.EnvInitProjectID, project)
+	t.Setenv(controlplane.EnvInitPublicKey, publicKey)
+	t.Setenv(controlplane.EnvInitSecretKey, secretKey)
+	srv, err := New(context.Background(), cfg, zap.NewNop())
 	require.NoError(t, err)
-	defer func() { require.NoError(t, srv.Close()) }()
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	return srv, chCfg
+}
+
+func TestDeleteRequestsArePurgedInBatches(t *testing.T) {
+	ctx := context.Background()
+	var cfg Config
+	srv, chCfg := startWithProject(t, "proj", "pk-lf-purge", "sk-lf-0123456789abcdef-purge-0123456-012", func(c *Config) {
+		c.ClickHouse.PurgeInterval = 2 * time.Second
+		cfg = *c
+	})
 	auth := apitest.Basic("pk-lf-purge", "sk-lf-0123456789abcdef-purge-0123456-012")
 
 	var batch []map[string]any
@@ -288,22 +300,12 @@ func TestListener(t *testing.T) {
 // retention interval; newer data and projects without retention stay.
 func TestRetentionDeletesExpiredData(t *testing.T) {
 	ctx := context.Background()
-	chCfg := chtest.Config(t)
-	cfg := NewDefaultConfig()
-	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
-	cfg.ClickHouse.RetentionInterval = 500 * time.Millisecond
-	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
-	t.Setenv(controlplane.EnvInitOrgID, "org")
-	t.Setenv(controlplane.EnvInitProjectID, "kept-short")
-	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-retention")
-	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-retention-0123456")
-	srv, err := New(ctx, cfg, zap.NewNop())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, srv.Close()) }()
+	srv, _ := startWithProject(t, "kept-short", "pk-lf-retention", "sk-lf-0123456789abcdef-retention-0123456", func(c *Config) {
+		c.ClickHouse.RetentionInterval = 500 * time.Millisecond
+	})
 	cp := srv.ControlPlane()
 	week := 7
-	_, err = cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
+	_, err := cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
 	require.NoError(t, err)
 	other, err := cp.CreateProject(ctx, "org", controlplane.NewProject{ID: "kept-forever", Name: "forever"})
 	require.NoError(t, err)

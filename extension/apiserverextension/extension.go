@@ -11,13 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
-	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
-	"github.com/glassbox-dev/glassbox/internal/evaljobs"
-	"github.com/glassbox-dev/glassbox/internal/pricing"
-	"github.com/glassbox-dev/glassbox/internal/refresh"
-	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
 
 // HandlerProvider is what the ingest receiver's fallback looks for.
@@ -28,17 +23,11 @@ type HandlerProvider interface {
 var (
 	_ extension.Extension = (*apiExtension)(nil)
 	_ HandlerProvider     = (*apiExtension)(nil)
-	_ apikey.Verifier     = (*apiExtension)(nil)
-	_ pricing.ModelSource = (*apiExtension)(nil)
-	_ sampling.Source     = (*apiExtension)(nil)
-	_ evaljobs.RuleSource = (*apiExtension)(nil)
-	_ evaljobs.Enqueuer   = (*apiExtension)(nil)
-	_ refresh.Changes     = (*apiExtension)(nil)
 )
 
 type apiExtension struct {
 	// Source serves the processors and the authenticator from the running
-	// server's control plane store.
+	// server's control plane store (the interfaces are listed in cpsource).
 	cpsource.Source
 	cfg    *Config
 	logger *zap.Logger

@@ -8,26 +8,15 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
-	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
-	"github.com/glassbox-dev/glassbox/internal/evaljobs"
-	"github.com/glassbox-dev/glassbox/internal/pricing"
-	"github.com/glassbox-dev/glassbox/internal/refresh"
-	"github.com/glassbox-dev/glassbox/internal/sampling"
 )
 
-var (
-	_ extension.Extension = (*controlPlaneExtension)(nil)
-	_ apikey.Verifier     = (*controlPlaneExtension)(nil)
-	_ pricing.ModelSource = (*controlPlaneExtension)(nil)
-	_ sampling.Source     = (*controlPlaneExtension)(nil)
-	_ evaljobs.RuleSource = (*controlPlaneExtension)(nil)
-	_ evaljobs.Enqueuer   = (*controlPlaneExtension)(nil)
-	_ refresh.Changes     = (*controlPlaneExtension)(nil)
-)
+var _ extension.Extension = (*controlPlaneExtension)(nil)
 
 type controlPlaneExtension struct {
+	// Source serves the authenticator and the processors (the interfaces it
+	// implements are listed in cpsource).
 	cpsource.Source
 	cfg    *Config
 	logger *zap.Logger
