@@ -16,7 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
-var pathParam = regexp.MustCompile(`\{([a-zA-Z]+)\}`)
+var pathParam = regexp.MustCompile(`\{([a-zA-Z]+)(\.\.\.)?\}`)
 
 // TestEveryRouteChecksTheRole runs every registered page and action of the
 // UI as each role (and as someone outside the organization) and checks

@@ -89,6 +89,33 @@ func TestBrowserTour(t *testing.T) {
 	b.ClickAndWait(`[data-testid=users] tbody tr[data-id=alice] a`)
 	assert.Contains(t, b.Text(`[data-testid=user-facts]`), "2")
 
+	// Prompts: a new prompt in the editor, previewed, saved, labelled, then
+	// a second version compared with the first.
+	b.Go(p + "/prompts")
+	b.ClickAndWait(`[data-testid=new-prompt]`)
+	b.Type(`[data-testid=editor] input[name=name]`, "support/greeting")
+	b.Type(`[data-testid=editor] textarea[name=text]`, "Hello {{name}}, how can I help?")
+	b.SetValue(`[data-testid=editor] textarea[name=config]`, `{"model": "gpt-4o", "temperature": 0.2}`)
+	b.Type(`[data-testid=editor] input[name=commit]`, "first draft")
+	b.ClickAndWait(`[data-testid=editor] button[value=preview]`)
+	assert.Contains(t, b.Text(`[data-testid=detected]`), "{{name}}", "the editor finds the variables")
+	b.Screenshot("prompt-editor")
+	b.ClickAndWait(`[data-testid=editor] button[value=save]`)
+	assert.Equal(t, "support/greeting", b.Text(`[data-testid=prompt-name]`))
+	b.Type(`[data-testid=add-label] input[name=label]`, "production")
+	b.ClickAndWait(`[data-testid=add-label] button`)
+	assert.Contains(t, b.Text(`[data-testid=version]`), "production")
+	b.ClickAndWait(`[data-testid=new-version]`)
+	b.SetValue(`[data-testid=editor] textarea[name=text]`, "Hello {{name}}, what can I do for you today?")
+	b.ClickAndWait(`[data-testid=editor] button[value=save]`)
+	b.ClickAndWait(`[data-testid=compare] button`)
+	assert.Contains(t, b.Text(`[data-testid=diff]`), "+ Hello {{name}}, what can I do for you today?")
+	b.Screenshot("prompt")
+	b.Go(p + "/prompts")
+	b.ClickAndWait(`[data-folder=support] a`)
+	assert.Equal(t, 1, b.Count(`[data-prompt="support/greeting"]`))
+	b.Screenshot("prompts")
+
 	// Settings: a key whose secret shows once.
 	b.Go(p + "/settings/api-keys")
 	b.Type(`[data-testid=create-key] input[name=note]`, "tour")

@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/tracing"
@@ -138,6 +139,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, dashboard),
+		prompts.Routes(app, cp, st.ClickHouse),
 	); err != nil {
 		return nil, err
 	}

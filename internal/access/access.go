@@ -29,6 +29,9 @@ const (
 	DatasetsWrite Action = "datasets:write"
 	// PromptsWrite creates prompt versions and moves labels.
 	PromptsWrite Action = "prompts:write"
+	// ProtectedLabelsMove moves and removes the production label of a
+	// prompt, which decides what applications fetch by default.
+	ProtectedLabelsMove Action = "prompts:protectedLabels"
 	// AnnotationQueuesWrite adds items to annotation queues and works them.
 	AnnotationQueuesWrite Action = "annotationQueues:write"
 	// EvaluatorsWrite manages evaluators and their rules.
@@ -87,6 +90,7 @@ var minimum = map[Action]controlplane.Role{
 	EvaluatorsWrite:       controlplane.RoleMember,
 	TracesPublish:         controlplane.RoleMember,
 	TracesDelete:          controlplane.RoleAdmin,
+	ProtectedLabelsMove:   controlplane.RoleAdmin,
 	APIKeysManage:         controlplane.RoleAdmin,
 	ModelsWrite:           controlplane.RoleAdmin,
 	ProjectSettingsWrite:  controlplane.RoleAdmin,
@@ -97,6 +101,15 @@ var minimum = map[Action]controlplane.Role{
 	UsageRead:             controlplane.RoleAdmin,
 	ProjectDelete:         controlplane.RoleOwner,
 	OrganizationManage:    controlplane.RoleOwner,
+}
+
+// PromptLabelAction is what moving or removing a prompt label needs:
+// production is protected, other labels are ordinary prompt edits.
+func PromptLabelAction(label string) Action {
+	if label == controlplane.LabelProduction {
+		return ProtectedLabelsMove
+	}
+	return PromptsWrite
 }
 
 // Allows reports whether role may do action. Unknown roles and actions are

@@ -28,6 +28,7 @@ project:delete              x . . .
 project:read                x x x x
 projectMembers:manage       x x . .
 projectSettings:write       x x . .
+prompts:protectedLabels     x x . .
 prompts:write               x x x .
 scores:write                x x x .
 traces:delete               x x . .
@@ -53,6 +54,12 @@ func TestMatrix(t *testing.T) {
 		b.WriteString("\n")
 	}
 	assert.Equal(t, matrix, b.String())
+}
+
+func TestProductionIsTheProtectedLabel(t *testing.T) {
+	assert.Equal(t, ProtectedLabelsMove, PromptLabelAction(controlplane.LabelProduction))
+	assert.Equal(t, PromptsWrite, PromptLabelAction("staging"))
+	assert.Equal(t, PromptsWrite, PromptLabelAction("Production"), "labels are lower case; this one is not the protected label")
 }
 
 func TestUnknownRolesAndActionsAreRefused(t *testing.T) {

@@ -130,6 +130,20 @@ func (s *Store) ResolvePrompt(ctx context.Context, projectID, name string, sel P
 	return p, nil
 }
 
+// PreviewPrompt checks np as CreatePrompt would and returns it resolved
+// against the prompts stored now, without storing it: what an editor shows
+// before the version is saved.
+func (s *Store) PreviewPrompt(ctx context.Context, projectID string, np NewPrompt) (Prompt, error) {
+	p, refs, err := s.checkNewPrompt(projectID, np)
+	if err != nil {
+		return Prompt{}, err
+	}
+	if p.Graph, err = s.resolveContent(ctx, s.conn(), projectID, &p, refs); err != nil {
+		return Prompt{}, err
+	}
+	return p, nil
+}
+
 // promptRefsOf parses the tags of a stored prompt.
 func promptRefsOf(p Prompt) ([]promptRef, error) {
 	texts, err := promptTexts(p)

@@ -558,6 +558,27 @@ func (s *Store) SetPromptLabels(ctx context.Context, projectID, name string, ver
 	return p, err
 }
 
+// RemovePromptLabel takes a label off whichever version of the name has it.
+// `latest` stays: it always marks the highest version.
+func (s *Store) RemovePromptLabel(ctx context.Context, projectID, name, label string) error {
+	if _, err := checkLabels([]string{label}, false); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(c conn) error {
+		if err := s.lockPrompt(ctx, c, projectID, name); err != nil {
+			return err
+		}
+		res, err := c.exec(ctx, `DELETE FROM prompt_labels WHERE project_id = ? AND name = ? AND label = ?`, projectID, name, label)
+		if err != nil {
+			return fmt.Errorf("remove label %q of prompt %q: %w", label, name, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("label %q of prompt '%s': %w", label, name, ErrNotFound)
+		}
+		return nil
+	})
+}
+
 // DeletePrompts deletes the versions of a prompt that sel picks: the one
 // version, every version with the label, or (zero selector) all versions.
 // It refuses when another prompt references a deleted version or label.
@@ -692,10 +713,12 @@ type PromptFilter struct {
 
 // PromptSummary describes a prompt name by its versions that match a filter.
 type PromptSummary struct {
-	Name          string
-	Type          string
-	Versions      []int    // ascending
-	Labels        []string // sorted, over the matching versions
+	Name     string
+	Type     string
+	Versions []int    // ascending
+	Labels   []string // sorted, over the matching versions
+	// VersionLabels holds each matching version's sorted labels.
+	VersionLabels map[int][]string
 	Tags          []string
 	LastUpdatedAt time.Time
 	LastConfig    json.RawMessage // of the highest matching version
@@ -773,7 +796,7 @@ func summarizePrompt(ctx context.Context, c conn, projectID, name string, f Prom
 		return PromptSummary{}, fmt.Errorf("versions of prompt %q: %w", name, err)
 	}
 	defer rows.Close()
-	sum := PromptSummary{Name: name, Versions: []int{}, Labels: []string{}}
+	sum := PromptSummary{Name: name, Versions: []int{}, Labels: []string{}, VersionLabels: map[int][]string{}}
 	var last time.Time
 	for rows.Next() {
 		p, err := scanPrompt(rows)
@@ -795,7 +818,10 @@ func summarizePrompt(ctx context.Context, c conn, projectID, name string, f Prom
 		return PromptSummary{}, err
 	}
 	for _, v := range sum.Versions {
-		sum.Labels = append(sum.Labels, labels[v]...)
+		if ls := labels[v]; ls != nil {
+			sum.Labels = append(sum.Labels, ls...)
+			sum.VersionLabels[v] = ls
+		}
 	}
 	slices.Sort(sum.Labels)
 	if sum.Tags, err = promptTags(ctx, c, projectID, name); err != nil {
