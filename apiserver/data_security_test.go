@@ -141,6 +141,7 @@ var dataAttacks = map[string]attack{
 			return map[string]any{"id": scoreOfB, "name": "q", "value": 99, "traceId": sharedTrace}
 		}, check: noDataOfB},
 	"GET /api/public/v2/scores": {auth: projectKey, target: fixed("/api/public/v2/scores?limit=100"), check: noDataOfB},
+	"GET /api/public/v3/scores": {auth: projectKey, target: fixed("/api/public/v3/scores?limit=100&fields=details,subject,annotation"), check: noDataOfB},
 	"GET /api/public/v2/scores/{scoreId}": {auth: projectKey,
 		target: fixed("/api/public/v2/scores/" + scoreOfB), check: ownOrNotFound},
 	"DELETE /api/public/scores/{scoreId}": {auth: projectKey,
