@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +89,26 @@ func CheckPublicKeyScore(ctx context.Context, scores ScoreLookup, projectID stri
 	default:
 		return err
 	}
+}
+
+// Annotation builds a person's score through a config, as the UI's score
+// forms store it: source ANNOTATION, the author recorded, checked by the
+// same rules as Build.
+func (b Builder) Annotation(ctx context.Context, projectID, authorUserID string, body Body, ts time.Time) (chstore.Score, error) {
+	body.Source = chstore.SourceAnnotation
+	sc, err := b.Build(ctx, projectID, body, ts, RESTSources)
+	sc.AuthorUserID = authorUserID
+	return sc, err
+}
+
+// FormValue is a score value typed into a form: a number when it reads as
+// one, else a string (a category's label).
+func FormValue(typed string) httpx.JSON {
+	typed = strings.TrimSpace(typed)
+	if _, err := strconv.ParseFloat(typed, 64); err == nil {
+		return httpx.JSON(typed)
+	}
+	return httpx.JSON(strconv.Quote(typed))
 }
 
 // Build validates a body and returns the score to store, timestamped ts. A

@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
@@ -140,6 +141,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, dashboard),
 		prompts.Routes(app, cp, st.ClickHouse),
+		annotation.Routes(app, cp, st.ClickHouse),
 	); err != nil {
 		return nil, err
 	}

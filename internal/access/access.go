@@ -23,6 +23,8 @@ const (
 	ProjectRead Action = "project:read"
 	// ScoresWrite adds and removes scores and comments by hand.
 	ScoresWrite Action = "scores:write"
+	// ScoreConfigsWrite creates score configs and archives them.
+	ScoreConfigsWrite Action = "scoreConfigs:write"
 	// DashboardsWrite creates, edits and deletes custom dashboards.
 	DashboardsWrite Action = "dashboards:write"
 	// DatasetsWrite creates datasets and adds traces to them.
@@ -83,6 +85,7 @@ var minimum = map[Action]controlplane.Role{
 	ProjectRead:           controlplane.RoleViewer,
 	OrganizationRead:      controlplane.RoleViewer,
 	ScoresWrite:           controlplane.RoleMember,
+	ScoreConfigsWrite:     controlplane.RoleMember,
 	DashboardsWrite:       controlplane.RoleMember,
 	DatasetsWrite:         controlplane.RoleMember,
 	PromptsWrite:          controlplane.RoleMember,

@@ -30,6 +30,7 @@ projectMembers:manage       x x . .
 projectSettings:write       x x . .
 prompts:protectedLabels     x x . .
 prompts:write               x x x .
+scoreConfigs:write          x x x .
 scores:write                x x x .
 traces:delete               x x . .
 traces:publish              x x x .

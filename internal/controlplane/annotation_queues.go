@@ -352,3 +352,39 @@ func (s *Store) AnnotationQueueAssignees(ctx context.Context, projectID, queueID
 	}
 	return out, rows.Err()
 }
+
+// QueueProgress counts a queue's items: those waiting, and those completed
+// by each reviewer ("" for completions by API keys).
+type QueueProgress struct {
+	Pending     int
+	Completed   int
+	CompletedBy map[string]int
+}
+
+// AnnotationQueueProgress counts a queue's items by status and reviewer in
+// one query.
+func (s *Store) AnnotationQueueProgress(ctx context.Context, projectID, queueID string) (QueueProgress, error) {
+	rows, err := s.conn().query(ctx, `SELECT status, completed_by, COUNT(*) FROM annotation_queue_items
+		WHERE project_id = ? AND queue_id = ? GROUP BY status, completed_by`, projectID, queueID)
+	if err != nil {
+		return QueueProgress{}, fmt.Errorf("progress of annotation queue %q: %w", queueID, err)
+	}
+	defer rows.Close()
+	p := QueueProgress{CompletedBy: map[string]int{}}
+	for rows.Next() {
+		var (
+			status, by string
+			n          int
+		)
+		if err := rows.Scan(&status, &by, &n); err != nil {
+			return QueueProgress{}, fmt.Errorf("progress of annotation queue %q: %w", queueID, err)
+		}
+		if status == ItemCompleted {
+			p.Completed += n
+			p.CompletedBy[by] += n
+		} else {
+			p.Pending += n
+		}
+	}
+	return p, rows.Err()
+}

@@ -1,6 +1,6 @@
 // Package settings serves the organization and project settings pages:
-// projects, members and roles, API keys, model prices, sampling and
-// retention, and usage.
+// projects, members and roles, API keys, model prices, score configs,
+// sampling and retention, and usage.
 package settings // import "github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 
 import (
@@ -47,6 +47,10 @@ type Store interface {
 	CreateModel(ctx context.Context, projectID string, m pricing.Model) (pricing.Model, error)
 	ListModels(ctx context.Context, projectID string) ([]pricing.Model, error)
 	DeleteModel(ctx context.Context, projectID, id string) error
+
+	CreateScoreConfig(ctx context.Context, projectID string, n controlplane.NewScoreConfig) (controlplane.ScoreConfig, error)
+	ListScoreConfigs(ctx context.Context, projectID string, offset, limit int) ([]controlplane.ScoreConfig, int, error)
+	UpdateScoreConfig(ctx context.Context, projectID, id string, u controlplane.ScoreConfigUpdate) (controlplane.ScoreConfig, error)
 }
 
 // inviteTTL is how long an invitation link works.
@@ -60,7 +64,7 @@ type handlers struct {
 
 // Routes registers the settings pages and their sidebar entry.
 func Routes(app *web.App, store Store, builtins []pricing.Model) error {
-	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html")
+	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html")
 	if err != nil {
 		return err
 	}
@@ -89,6 +93,10 @@ func Routes(app *web.App, store Store, builtins []pricing.Model) error {
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/models", Access: proj, Action: access.ProjectRead, Handler: h.models},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/models", Access: proj, Action: access.ModelsWrite, Handler: h.createModel},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/models/{modelId}/delete", Access: proj, Action: access.ModelsWrite, Handler: h.deleteModel},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/scores", Access: proj, Action: access.ProjectRead, Handler: h.scoreConfigs},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/scores", Access: proj, Action: access.ScoreConfigsWrite, Handler: h.createScoreConfig},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/scores/{configId}/archive", Access: proj, Action: access.ScoreConfigsWrite, Handler: h.archiveScoreConfig},
 	)
 }
 
@@ -103,6 +111,7 @@ func tabs(r *web.Request, active string) []web.Tab {
 		{"API keys", "api-keys", access.APIKeysManage},
 		{"Members", "members", access.ProjectRead},
 		{"Models", "models", access.ProjectRead},
+		{"Scores", "scores", access.ProjectRead},
 	}
 	var out []web.Tab
 	for _, t := range all {

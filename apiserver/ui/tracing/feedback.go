@@ -206,14 +206,9 @@ func (h *handlers) addScore(r *web.Request) error {
 		return err
 	}
 	obs := strings.TrimSpace(r.PostFormValue("observation"))
-	value := strings.TrimSpace(r.PostFormValue("value"))
-	raw := json.RawMessage(strconv.Quote(value))
-	if _, err := strconv.ParseFloat(value, 64); err == nil {
-		raw = json.RawMessage(value)
-	}
-	body := scores.Body{TraceID: tr.ID, ObservationID: obs, ConfigID: r.PostFormValue("config"), Value: httpx.JSON(raw),
-		Comment: strings.TrimSpace(r.PostFormValue("comment")), Source: chstore.SourceAnnotation, Environment: tr.Environment}
-	sc, err := scores.Builder{Configs: h.cp}.Build(r.Context(), r.Project.ID, body, time.Now(), scores.RESTSources)
+	body := scores.Body{TraceID: tr.ID, ObservationID: obs, ConfigID: r.PostFormValue("config"), Value: scores.FormValue(r.PostFormValue("value")),
+		Comment: strings.TrimSpace(r.PostFormValue("comment")), Environment: tr.Environment}
+	sc, err := scores.Builder{Configs: h.cp}.Annotation(r.Context(), r.Project.ID, r.User.ID, body, time.Now())
 	var apiErr *httpx.Error
 	if errors.As(err, &apiErr) {
 		return web.BadRequest("%s", apiErr.Message)
@@ -221,7 +216,6 @@ func (h *handlers) addScore(r *web.Request) error {
 	if err != nil {
 		return err
 	}
-	sc.AuthorUserID = r.User.ID
 	if err := h.scores.InsertScores(r.Context(), []chstore.Score{sc}); err != nil {
 		return err
 	}

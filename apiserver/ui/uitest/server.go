@@ -107,3 +107,13 @@ func (e *Env) AddMember(t testing.TB, email string, role controlplane.Role) cont
 
 // MemberPassword is the password AddMember gives.
 const MemberPassword = "member password 1"
+
+// OpenClickHouse connects to the server's ClickHouse database, for tests
+// that check what a page stored; the connection closes with the test.
+func (e *Env) OpenClickHouse(t testing.TB) *chstore.Store {
+	t.Helper()
+	ch, err := chstore.Open(context.Background(), e.ClickHouse)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ch.Close() })
+	return ch
+}

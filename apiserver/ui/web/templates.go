@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -192,6 +193,8 @@ func (a *App) funcs() template.FuncMap {
 		"csrfHeader": func() string { return CSRFHeader },
 		"lower":      strings.ToLower,
 		"int64":      func(n int) int64 { return int64(n) },
+		"micros":     func(us int64) time.Time { return time.UnixMicro(us) },
+		"has":        func(vs []string, v string) bool { return slices.Contains(vs, v) },
 		"first": func(vs []string) string {
 			if len(vs) == 0 {
 				return ""

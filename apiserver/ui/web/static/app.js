@@ -143,6 +143,24 @@
     e.preventDefault();
     next.click();
   });
+  // Keyboard on a review: a number picks the category with that key, C
+  // completes the item (and opens the next), S skips it.
+  document.addEventListener("keydown", function (e) {
+    if (e.metaKey || e.ctrlKey || e.altKey || e.target.closest("input[type=text], input[type=number], textarea, select, [contenteditable]")) return;
+    var review = document.querySelector("[data-review]");
+    if (!review) return;
+    var key = e.key.toLowerCase();
+    if (/^[1-9]$/.test(key)) {
+      var choice = review.querySelector('input[type=radio][data-key="' + key + '"]');
+      if (choice) { e.preventDefault(); choice.checked = true; }
+    } else if (key === "c") {
+      var form = review.querySelector("form[data-complete]");
+      if (form) { e.preventDefault(); form.requestSubmit(); }
+    } else if (key === "s") {
+      var skip = document.querySelector("[data-testid=skip]");
+      if (skip) { e.preventDefault(); skip.click(); }
+    }
+  });
   document.body.addEventListener("htmx:beforeRequest", function (e) {
     var n = e.detail.elt;
     if (!n.matches || !n.matches("[data-node]")) return;
