@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
@@ -142,6 +143,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		home.Routes(app, cp, st.ClickHouse, dashboard),
 		prompts.Routes(app, cp, st.ClickHouse),
 		annotation.Routes(app, cp, st.ClickHouse),
+		datasets.Routes(app, cp, st.ClickHouse),
 	); err != nil {
 		return nil, err
 	}

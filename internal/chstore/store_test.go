@@ -170,6 +170,14 @@ func TestDeleteTracesHidesAtOnce(t *testing.T) {
 	sess, err := s.GetSession(ctx, "proj", "session-1")
 	require.NoError(t, err)
 	assert.Equal(t, []string{kept}, sess.TraceIDs)
+	many, err := s.GetTraces(ctx, "proj", []string{gone, kept, "no-such-trace"})
+	require.NoError(t, err)
+	require.Len(t, many, 1, "only the live trace")
+	assert.Equal(t, kept, many[kept].ID)
+	assert.Positive(t, many[kept].LatencySeconds)
+	many, err = s.GetTraces(ctx, "other-project", []string{kept})
+	require.NoError(t, err)
+	assert.Empty(t, many, "another project's trace")
 
 	// A late span of a deleted trace stays hidden.
 	require.NoError(t, s.InsertObservations(ctx, traceOf("proj", gone, base)[:1]))

@@ -334,6 +334,49 @@ func (s *Store) GetTrace(ctx context.Context, projectID, traceID string) (TraceW
 	return s.getTrace(ctx, projectID, traceID, observationReadColumns)
 }
 
+// maxTracesByID bounds the ids of one GetTraces call.
+const maxTracesByID = 1000
+
+// GetTraces reads many traces at once, without their observations: what a
+// comparison of dataset runs shows per item. Ids that name no (live) trace
+// are left out of the map.
+func (s *Store) GetTraces(ctx context.Context, projectID string, traceIDs []string) (map[string]Trace, error) {
+	if len(traceIDs) == 0 {
+		return map[string]Trace{}, nil
+	}
+	if len(traceIDs) > maxTracesByID {
+		return nil, fmt.Errorf("%w: at most %d traces at once", ErrInvalid, maxTracesByID)
+	}
+	days, err := s.traceDays(ctx, projectID, traceIDs)
+	if errors.Is(err, ErrNotFound) {
+		return map[string]Trace{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.traceDetails(ctx, projectID, traceIDs, days)
+	if err != nil {
+		return nil, err
+	}
+	// The days come from live traces only; a deleted one among them still
+	// has its rows until they are purged.
+	w := &where{}
+	w.add("project_id = ?", projectID)
+	w.add("trace_id IN "+placeholders(len(traceIDs)), anySlice(traceIDs)...)
+	err = s.query(ctx, "SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE "+w.String(), w.args, func(r rowScanner) error {
+		var id string
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		delete(out, id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deleted traces: %w", err)
+	}
+	return out, nil
+}
+
 // GetTraceOutline is GetTrace without the observations' inputs, outputs,
 // metadata and model parameters: what a trace's tree and timeline need, a
 // small part of the bytes of a large trace. GetTraceObservation reads one

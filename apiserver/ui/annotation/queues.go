@@ -153,7 +153,7 @@ func (h *handlers) create(r *web.Request) error {
 		ConfigIDs: r.PostForm["config"]}
 	q, err := h.store.CreateAnnotationQueue(r.Context(), r.Project.ID, controlplane.NewAnnotationQueue{Name: f.Name,
 		Description: f.Description, ScoreConfigIDs: f.ConfigIDs})
-	if msg, ok := formMessage(err); ok {
+	if msg, ok := web.StoreRefusal(err); ok {
 		d, lerr := h.listData(r)
 		if lerr != nil {
 			return lerr
@@ -165,21 +165,6 @@ func (h *handlers) create(r *web.Request) error {
 		return err
 	}
 	return r.Redirect(r.Path("project", r.Project.ID, "annotation-queues", q.ID))
-}
-
-// formMessage is the message a form shows for a store's refusal of its
-// input; ok is false for other errors.
-func formMessage(err error) (string, bool) {
-	for _, kind := range []error{controlplane.ErrInvalid, controlplane.ErrConflict, controlplane.ErrNotFound} {
-		if errors.Is(err, kind) {
-			msg := err.Error()
-			if i := strings.LastIndex(msg, kind.Error()+": "); i >= 0 {
-				msg = msg[i+len(kind.Error())+2:]
-			}
-			return msg, true
-		}
-	}
-	return "", false
 }
 
 type reviewer struct {

@@ -34,14 +34,25 @@ type Templates struct {
 
 // Parse parses the named page files of fsys (each defines "title" and
 // "content", and may define fragments for htmx), each with the layout.
-// A page is named by its file name without ".html".
+// A page is named by its file name without ".html". Files whose name starts
+// with "_" are partials shared by the pages of the set, not pages.
 func (a *App) Parse(fsys fs.FS, files ...string) (*Templates, error) {
 	base, err := template.New("").Funcs(a.funcs()).ParseFS(baseTemplates, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("ui: parse layout: %w", err)
 	}
-	t := &Templates{pages: map[string]*template.Template{}}
+	pages := files[:0:0]
 	for _, f := range files {
+		if !strings.HasPrefix(path.Base(f), "_") {
+			pages = append(pages, f)
+			continue
+		}
+		if _, err := base.ParseFS(fsys, f); err != nil {
+			return nil, fmt.Errorf("ui: parse partial %s: %w", f, err)
+		}
+	}
+	t := &Templates{pages: map[string]*template.Template{}}
+	for _, f := range pages {
 		clone, err := base.Clone()
 		if err != nil {
 			return nil, err
@@ -193,6 +204,7 @@ func (a *App) funcs() template.FuncMap {
 		"csrfHeader": func() string { return CSRFHeader },
 		"lower":      strings.ToLower,
 		"int64":      func(n int) int64 { return int64(n) },
+		"float64":    func(n int) float64 { return float64(n) },
 		"micros":     func(us int64) time.Time { return time.UnixMicro(us) },
 		"has":        func(vs []string, v string) bool { return slices.Contains(vs, v) },
 		"first": func(vs []string) string {
