@@ -70,8 +70,49 @@ func hostileTrace(t *testing.T, env *uitest.Env) {
 	)
 }
 
-// TestXSSCorpusIsEscaped renders every page that shows trace data with the
-// hostile corpus in every field and checks that no payload survives as
+// hostileEvaluation stores the corpus in the evaluation pages' objects: a
+// dataset with an item and a run of the hostile trace, a score config and
+// an annotation queue holding the trace. It returns the pages that show them.
+func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
+	t.Helper()
+	ctx := context.Background()
+	all := strings.Join(xss, " ")
+	text, err := json.Marshal(all)
+	require.NoError(t, err)
+	desc := all
+	ds, err := env.Store.UpsertDataset(ctx, env.ProjectID, controlplane.DatasetUpsert{Name: promptName, Description: &desc})
+	require.NoError(t, err)
+	item, err := env.Store.UpsertDatasetItem(ctx, env.ProjectID, controlplane.DatasetItemUpsert{DatasetName: ds.Name, Input: text,
+		ExpectedOutput: text, Metadata: json.RawMessage(`{"k":` + string(text) + `}`)})
+	require.NoError(t, err)
+	_, err = env.Store.CreateDatasetRunItem(ctx, env.ProjectID, controlplane.NewDatasetRunItem{RunName: xss[0], DatasetItemID: item.ID, TraceID: "hostile"})
+	require.NoError(t, err)
+	cfg, err := env.Store.CreateScoreConfig(ctx, env.ProjectID, controlplane.NewScoreConfig{Name: xss[1], DataType: controlplane.ScoreCategorical,
+		Description: all, Categories: []controlplane.ScoreCategory{{Label: xss[2], Value: 1}, {Label: xss[5], Value: 0}}})
+	require.NoError(t, err)
+	q, err := env.Store.CreateAnnotationQueue(ctx, env.ProjectID, controlplane.NewAnnotationQueue{Name: xss[3], Description: all, ScoreConfigIDs: []string{cfg.ID}})
+	require.NoError(t, err)
+	qi, _, err := env.Store.AddAnnotationQueueItem(ctx, env.ProjectID, q.ID, "hostile", controlplane.ObjectTrace, "")
+	require.NoError(t, err)
+	p := "/project/" + env.ProjectID
+	return []string{
+		p + "/prompts",
+		p + "/prompts/" + url.PathEscape(promptName),
+		p + "/prompts/new?name=" + url.QueryEscape(promptName),
+		p + "/datasets",
+		p + "/datasets/" + ds.ID,
+		p + "/datasets/" + ds.ID + "?tab=items",
+		p + "/datasets/" + ds.ID + "/items/" + item.ID,
+		p + "/datasets/" + ds.ID + "/compare",
+		p + "/settings/scores",
+		p + "/annotation-queues",
+		p + "/annotation-queues/" + q.ID,
+		p + "/annotation-queues/" + q.ID + "/items/" + qi.ID,
+	}
+}
+
+// TestXSSCorpusIsEscaped renders every page that shows trace, prompt,
+// dataset, score config and queue data with the hostile corpus in every field and checks that no payload survives as
 // markup, then opens the pages in Chromium and checks that none ran.
 func TestXSSCorpusIsEscaped(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})
@@ -86,6 +127,7 @@ func TestXSSCorpusIsEscaped(t *testing.T) {
 		p + "/traces?q=" + url.QueryEscape(xss[0]) + "&user=" + url.QueryEscape(xss[1]),
 		"/auth/sign-in?next=" + url.QueryEscape(`javascript:window.__xss=11`) + "&error=" + url.QueryEscape(xss[0]),
 	}
+	pages = append(pages, hostileEvaluation(t, env)...)
 	c := uitest.NewClient(t, env.URL)
 	c.SignIn(env.OwnerEmail, env.OwnerPassword)
 	for _, page := range pages {

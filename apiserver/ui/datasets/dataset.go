@@ -294,20 +294,17 @@ func (h *handlers) compare(r *web.Request) error {
 		return err
 	}
 	d := compareData{Dataset: ds, Choices: all, Selected: r.URL.Query()["runs"]}
-	var runs []controlplane.DatasetRun
-	for _, run := range all {
-		if len(d.Selected) == 0 || slices.Contains(d.Selected, run.Name) {
-			runs = append(runs, run)
-		}
-	}
 	if len(d.Selected) == 0 {
 		// The runs come newest first; compare the two newest, older first.
-		runs = runs[:min(2, len(runs))]
-		for i, j := 0, len(runs)-1; i < j; i, j = i+1, j-1 {
-			runs[i], runs[j] = runs[j], runs[i]
+		for _, run := range all[:min(2, len(all))] {
+			d.Selected = append([]string{run.Name}, d.Selected...)
 		}
-		for _, run := range runs {
-			d.Selected = append(d.Selected, run.Name)
+	}
+	// Columns keep the order the runs were chosen in.
+	var runs []controlplane.DatasetRun
+	for _, name := range d.Selected {
+		if i := slices.IndexFunc(all, func(r controlplane.DatasetRun) bool { return r.Name == name }); i >= 0 {
+			runs = append(runs, all[i])
 		}
 	}
 	if len(runs) > maxCompared {

@@ -1,7 +1,7 @@
 // Package datasets serves the dataset pages: the list by folder, a
 // dataset's runs (with their latency, cost and scores) and items, the item
-// editor that shows the dataset's schema errors inline, and the comparison
-// of runs item by item.
+// editor that shows the dataset's schema errors inline, the comparison of
+// runs item by item, and prompt experiments started from the page.
 package datasets // import "github.com/glassbox-dev/glassbox/apiserver/ui/datasets"
 
 import (
@@ -25,6 +25,7 @@ var pages embed.FS
 
 // Store reads and writes datasets; *controlplane.Store implements it.
 type Store interface {
+	Experiments
 	UpsertDataset(ctx context.Context, projectID string, u controlplane.DatasetUpsert) (controlplane.Dataset, error)
 	GetDataset(ctx context.Context, projectID, name string) (controlplane.Dataset, error)
 	GetDatasetByID(ctx context.Context, projectID, id string) (controlplane.Dataset, error)
@@ -52,7 +53,7 @@ type handlers struct {
 
 // Routes registers the dataset pages and their sidebar entry.
 func Routes(app *web.App, store Store, traces Traces) error {
-	t, err := app.Parse(pages, "_item_fields.html", "datasets.html", "dataset.html", "item.html", "compare.html")
+	t, err := app.Parse(pages, "_item_fields.html", "datasets.html", "dataset.html", "item.html", "compare.html", "experiment_new.html", "experiment.html")
 	if err != nil {
 		return err
 	}
@@ -70,6 +71,9 @@ func Routes(app *web.App, store Store, traces Traces) error {
 		route(http.MethodPost, base+"/{datasetId}/items", access.DatasetsWrite, h.createItem),
 		route(http.MethodGet, base+"/{datasetId}/items/{itemId}", access.ProjectRead, h.item),
 		route(http.MethodPost, base+"/{datasetId}/items/{itemId}", access.DatasetsWrite, h.updateItem),
+		route(http.MethodGet, base+"/{datasetId}/experiments/new", access.DatasetsWrite, h.newExperiment),
+		route(http.MethodPost, base+"/{datasetId}/experiments", access.DatasetsWrite, h.startExperiment),
+		route(http.MethodGet, base+"/{datasetId}/experiments/{experimentId}", access.ProjectRead, h.experiment),
 	)
 }
 
