@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
@@ -27,6 +28,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 )
 
@@ -83,6 +85,11 @@ type Stores struct {
 	ClickHouse   *chstore.Store
 	// Media signs download URLs of the media attachments the SDKs upload.
 	Media *media.Service
+	// Secrets seals LLM connection keys; nil when the server has no
+	// encryption key, and then keys cannot be saved.
+	Secrets *controlplane.SecretBox
+	// LLMHosts is the operator's policy of hosts LLM calls may reach.
+	LLMHosts egress.Policy
 }
 
 // Secret names of the keys the UI keeps in the control plane store, shared
@@ -137,7 +144,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	}
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
-		settings.Routes(app, cp, builtin.Models()),
+		settings.Routes(app, cp, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: &llm.Client{HTTP: st.LLMHosts.Client()}}),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, dashboard),

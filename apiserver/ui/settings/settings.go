@@ -1,6 +1,6 @@
 // Package settings serves the organization and project settings pages:
-// projects, members and roles, API keys, model prices, score configs,
-// sampling and retention, and usage.
+// projects, members and roles, API keys, model prices, score configs, LLM
+// connections, sampling and retention, and usage.
 package settings // import "github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 
 import (
@@ -51,6 +51,11 @@ type Store interface {
 	CreateScoreConfig(ctx context.Context, projectID string, n controlplane.NewScoreConfig) (controlplane.ScoreConfig, error)
 	ListScoreConfigs(ctx context.Context, projectID string, offset, limit int) ([]controlplane.ScoreConfig, int, error)
 	UpdateScoreConfig(ctx context.Context, projectID, id string, u controlplane.ScoreConfigUpdate) (controlplane.ScoreConfig, error)
+
+	UpsertLLMConnection(ctx context.Context, box *controlplane.SecretBox, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
+	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
+	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
+	DeleteLLMConnection(ctx context.Context, projectID, id string) error
 }
 
 // inviteTTL is how long an invitation link works.
@@ -59,16 +64,17 @@ const inviteTTL = 7 * 24 * time.Hour
 type handlers struct {
 	store    Store
 	builtins []pricing.Model
+	llm      LLM
 	t        *web.Templates
 }
 
 // Routes registers the settings pages and their sidebar entry.
-func Routes(app *web.App, store Store, builtins []pricing.Model) error {
-	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html")
+func Routes(app *web.App, store Store, builtins []pricing.Model, llm LLM) error {
+	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html", "llm.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, builtins: builtins, t: t}
+	h := &handlers{store: store, builtins: builtins, llm: llm, t: t}
 	app.AddNav(web.NavItem{Section: "Settings", Label: "Settings", Path: "settings", Action: access.ProjectRead, Order: 900})
 	const org, proj = web.InOrganization, web.InProject
 	return app.Handle(
@@ -97,6 +103,11 @@ func Routes(app *web.App, store Store, builtins []pricing.Model) error {
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/scores", Access: proj, Action: access.ProjectRead, Handler: h.scoreConfigs},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/scores", Access: proj, Action: access.ScoreConfigsWrite, Handler: h.createScoreConfig},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/scores/{configId}/archive", Access: proj, Action: access.ScoreConfigsWrite, Handler: h.archiveScoreConfig},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/llm-connections", Access: proj, Action: access.ProjectRead, Handler: h.llmConnections},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections", Access: proj, Action: access.LLMConnectionsManage, Handler: h.saveLLMConnection},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections/{connectionId}/test", Access: proj, Action: access.LLMConnectionsManage, Handler: h.testLLMConnection},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections/{connectionId}/delete", Access: proj, Action: access.LLMConnectionsManage, Handler: h.deleteLLMConnection},
 	)
 }
 
@@ -112,6 +123,7 @@ func tabs(r *web.Request, active string) []web.Tab {
 		{"Members", "members", access.ProjectRead},
 		{"Models", "models", access.ProjectRead},
 		{"Scores", "scores", access.ProjectRead},
+		{"LLM connections", "llm-connections", access.ProjectRead},
 	}
 	var out []web.Tab
 	for _, t := range all {
