@@ -104,15 +104,10 @@ func (w *Worker) judge(ctx context.Context, ev evaluation, values map[string]any
 	if err != nil {
 		return evaluator.Result{}, "", permanent(fmt.Errorf("llm connection: %w", err))
 	}
-	modelName := cmpOr(ev.evaluator.Model, creds.DefaultModel)
-	if modelName == "" {
-		return evaluator.Result{}, "", permanent(fmt.Errorf("no model: set one on evaluator %q or on connection %q", ev.evaluator.Name, creds.Provider))
-	}
-	params, err := mergeParams(creds.DefaultParams, ev.evaluator.ModelParams)
+	req, err := judgeRequest(creds, ev.evaluator, values)
 	if err != nil {
 		return evaluator.Result{}, "", permanent(err)
 	}
-	req := evaluator.JudgeRequest(evaluator.Render(ev.evaluator.Prompt, values), ev.evaluator.Output, modelName, params)
 	resp, execTrace, err := w.complete(ctx, creds, req, generationInfo{
 		key: "judge:" + ev.job.ID, name: "Evaluation: " + ev.evaluator.Name, environment: JudgeEnvironment,
 		projectID: ev.job.ProjectID, metadata: ev.metadata,
@@ -123,6 +118,21 @@ func (w *Worker) judge(ctx context.Context, ev evaluation, values map[string]any
 	result, err := evaluator.ParseJudge(resp.Content, ev.evaluator.Output)
 	// A judge's bad answer may be fine the next time; it is retried.
 	return result, execTrace, err
+}
+
+// judgeRequest is the call an LLM judge makes: its prompt rendered with the
+// values, the evaluator's model (else the connection's default) and the
+// connection's parameters beneath the evaluator's.
+func judgeRequest(creds controlplane.LLMCredentials, e controlplane.Evaluator, values map[string]any) (llm.Request, error) {
+	modelName := cmpOr(e.Model, creds.DefaultModel)
+	if modelName == "" {
+		return llm.Request{}, fmt.Errorf("no model: set one on evaluator %q or on connection %q", e.Name, creds.Provider)
+	}
+	params, err := mergeParams(creds.DefaultParams, e.ModelParams)
+	if err != nil {
+		return llm.Request{}, err
+	}
+	return evaluator.JudgeRequest(evaluator.Render(e.Prompt, values), e.Output, modelName, params), nil
 }
 
 // generationInfo names the trace that records an LLM call.
@@ -203,20 +213,29 @@ func (w *Worker) generation(ctx context.Context, g generationInfo, traceID, span
 // cel evaluates the evaluator's expression within its time limit. A CEL
 // failure is deterministic, so it is never retried.
 func (w *Worker) cel(ctx context.Context, ev evaluation, values map[string]any) (evaluator.Result, error) {
-	names := slices.Sorted(maps.Keys(values))
-	prg, err := evaluator.CompileCEL(ev.evaluator.Expression, names)
+	result, err := celResult(ctx, ev.evaluator, values)
 	if err != nil {
 		return evaluator.Result{}, permanent(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ev.evaluator.Timeout)
+	return result, nil
+}
+
+// celResult evaluates a code evaluator's expression over the values within
+// its time limit and reads the score from the result.
+func celResult(ctx context.Context, e controlplane.Evaluator, values map[string]any) (evaluator.Result, error) {
+	prg, err := evaluator.CompileCEL(e.Expression, slices.Sorted(maps.Keys(values)))
+	if err != nil {
+		return evaluator.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
 	value, comment, err := prg.Eval(ctx, values)
 	if err != nil {
-		return evaluator.Result{}, permanent(err)
+		return evaluator.Result{}, err
 	}
-	result, err := evaluator.Coerce(value, ev.evaluator.Output)
+	result, err := evaluator.Coerce(value, e.Output)
 	if err != nil {
-		return evaluator.Result{}, permanent(err)
+		return evaluator.Result{}, err
 	}
 	result.Comment = comment
 	return result, nil

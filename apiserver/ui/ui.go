@@ -14,12 +14,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/datasets"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/evals"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
@@ -151,6 +153,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		prompts.Routes(app, cp, st.ClickHouse),
 		annotation.Routes(app, cp, st.ClickHouse),
 		datasets.Routes(app, cp, st.ClickHouse),
+		evals.Routes(app, cp, st.ClickHouse, evalworker.NewPreviewer(cp, st.ClickHouse, st.Secrets, st.LLMHosts)),
 	); err != nil {
 		return nil, err
 	}

@@ -234,12 +234,22 @@ type evaluatorDefinition struct {
 
 const evaluatorColumns = `id, project_id, name, kind, score_name, definition, created_at, updated_at`
 
-// CreateEvaluator validates and stores an evaluator.
-func (s *Store) CreateEvaluator(ctx context.Context, projectID string, n NewEvaluator) (Evaluator, error) {
+// CheckEvaluator validates an evaluator as CreateEvaluator would and
+// returns it with its defaults, unsaved: what an editor previews.
+func CheckEvaluator(projectID string, n NewEvaluator) (Evaluator, error) {
 	e := Evaluator{ID: uuid.NewString(), ProjectID: projectID, Name: n.Name, Description: n.Description, Kind: n.Kind,
 		ScoreName: n.ScoreName, Output: n.Output, Variables: n.Variables, Prompt: n.Prompt, Model: n.Model,
 		ModelParams: n.ModelParams, Expression: n.Expression, URL: n.URL, Timeout: n.Timeout}
 	if err := normalizeEvaluator(&e); err != nil {
+		return Evaluator{}, err
+	}
+	return e, nil
+}
+
+// CreateEvaluator validates and stores an evaluator.
+func (s *Store) CreateEvaluator(ctx context.Context, projectID string, n NewEvaluator) (Evaluator, error) {
+	e, err := CheckEvaluator(projectID, n)
+	if err != nil {
 		return Evaluator{}, err
 	}
 	now := s.micros()
