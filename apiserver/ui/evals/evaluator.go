@@ -13,11 +13,11 @@ import (
 
 // evaluatorForm is the evaluator editor as typed.
 type evaluatorForm struct {
-	Kind, Name, Description, ScoreName                 string
-	DataType, Min, Max, Categories                     string
-	Prompt, Model, Expression, URL                     string
-	Variables                                          []controlplane.VariableMapping
-	Template                                           string
+	Kind, Name, Description, ScoreName                  string
+	DataType, Min, Max, Categories                      string
+	Prompt, Model, Expression, URL                      string
+	Variables                                           []controlplane.VariableMapping
+	Template                                            string
 	PreviewTrace, PreviewObservation, PreviewConnection string
 }
 
