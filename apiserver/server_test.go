@@ -304,9 +304,6 @@ func TestRetentionDeletesExpiredData(t *testing.T) {
 		c.ClickHouse.RetentionInterval = 500 * time.Millisecond
 	})
 	cp := srv.ControlPlane()
-	week := 7
-	_, err := cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
-	require.NoError(t, err)
 	other, err := cp.CreateProject(ctx, "org", controlplane.NewProject{ID: "kept-forever", Name: "forever"})
 	require.NoError(t, err)
 	_, otherSecret, err := cp.CreateAPIKey(ctx, "org", other.ID, controlplane.NewAPIKey{PublicKey: "pk-lf-forever", SecretKey: "sk-lf-0123456789abcdef-forever-01234567"})
@@ -333,6 +330,10 @@ func TestRetentionDeletesExpiredData(t *testing.T) {
 		return apitest.Do(t, srv.Handler(), http.MethodGet, path, auth, nil).Code
 	}
 	require.Equal(t, http.StatusOK, get(short, "/api/public/traces/old"))
+	// Retention starts only now, so the old trace was there to be read.
+	week := 7
+	_, err = cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
+	require.NoError(t, err)
 	require.Eventually(t, func() bool { return get(short, "/api/public/traces/old") == http.StatusNotFound }, 30*time.Second, 200*time.Millisecond,
 		"the trace older than the project's 7 days goes")
 	assert.Equal(t, http.StatusNotFound, get(short, "/api/public/v2/scores/old-score"), "and its score")
