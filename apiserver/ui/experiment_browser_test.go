@@ -19,7 +19,7 @@ import (
 const experimentKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 // TestBrowserPromptExperiment is the evaluation loop without code: a user
-// saves version 2 of a prompt in the editor, runs an experiment over a
+// edits a prompt in the playground and saves version 2, runs an experiment over a
 // dataset with version 1 and one with version 2 (the model and the LLM
 // judge a local fake), watches each finish, and compares the two runs.
 func TestBrowserPromptExperiment(t *testing.T) {
@@ -67,13 +67,21 @@ func TestBrowserPromptExperiment(t *testing.T) {
 	b := uitest.NewTab(t, 3*time.Minute)
 	b.SignIn(env.URL, env.OwnerEmail, env.OwnerPassword)
 
-	// Version 2 asks for the receipt.
+	// Version 2 is made in the playground: the system message asks for the
+	// receipt, a run streams the new answer, and it is saved.
 	b.Go(p + "/prompts/refund-answer")
-	b.ClickAndWait(`[data-testid=new-version]`)
-	b.SetValue(`[data-testid=messages] textarea[aria-label="Content of message 1"]`, "Answer in one line and mention the receipt.")
-	b.Type(`[data-testid=editor] input[name=commit]`, "mention the receipt")
-	b.ClickAndWait(`[data-testid=editor] button[value=save]`)
+	b.ClickAndWait(`[data-testid=open-in-playground]`)
+	b.SetValue(`[data-testid=playground] textarea[aria-label="Message 1 of variant 1"]`, "Answer in one line and mention the receipt.")
+	b.Type(`[data-testid=variables] input[aria-label="Value of question"]`, "Can I return a lamp?")
+	b.Click(`[data-testid=run]`)
+	b.WaitFor(`document.querySelector("[data-testid=output-0]").dataset.done === "true"`)
+	assert.Equal(t, "Yes, with the receipt, within 60 days.", b.Text(`[data-testid=output-0]`), "the answer streamed in")
+	uitest.Eval[bool](b, `(window.scrollTo(0, 0), true)`)
+	b.Screenshot("playground")
+	b.Type(`[data-testid=playground] input[name=commit]`, "mention the receipt")
+	b.ClickAndWait(`[data-testid=save-0]`)
 	assert.Contains(t, b.Text(`[data-testid=version]`), "Version 2")
+	assert.Contains(t, b.Text(`[data-testid=commit]`), "mention the receipt")
 
 	run := func(prompt, name string) {
 		b.Go(p + "/datasets/" + ds.ID)

@@ -23,6 +23,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/evals"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/playground"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
@@ -140,17 +141,21 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	if err != nil {
 		return nil, err
 	}
+	// LLM calls from the UI (tests, previews, the playground) reach only the
+	// hosts the operator's policy allows.
+	llmClient := &llm.Client{HTTP: st.LLMHosts.Client()}
 	dashboard, err := dashboards.Routes(app, cp, st.ClickHouse)
 	if err != nil {
 		return nil, err
 	}
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
-		settings.Routes(app, cp, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: &llm.Client{HTTP: st.LLMHosts.Client()}}),
+		settings.Routes(app, cp, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient}),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse),
 		home.Routes(app, cp, st.ClickHouse, dashboard),
 		prompts.Routes(app, cp, st.ClickHouse),
+		playground.Routes(app, cp, st.ClickHouse, playground.LLM{Box: st.Secrets, Client: llmClient}),
 		annotation.Routes(app, cp, st.ClickHouse),
 		datasets.Routes(app, cp, st.ClickHouse),
 		evals.Routes(app, cp, st.ClickHouse, evalworker.NewPreviewer(cp, st.ClickHouse, st.Secrets, st.LLMHosts)),

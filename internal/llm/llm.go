@@ -144,7 +144,8 @@ func (c *Client) Complete(ctx context.Context, ep Endpoint, req Request) (Respon
 	return Response{}, fmt.Errorf("unknown adapter %q", ep.Adapter)
 }
 
-func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response, error) {
+// openAIBody is the chat completions request body of req.
+func openAIBody(req Request) map[string]any {
 	body := map[string]any{}
 	for k, v := range req.Params {
 		body[k] = v
@@ -156,7 +157,15 @@ func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response
 			"json_schema": map[string]any{"name": req.Schema.Name, "schema": req.Schema.Schema, "strict": true},
 		}
 	}
-	headers := map[string]string{"Authorization": "Bearer " + ep.APIKey}
+	return body
+}
+
+func openAIAuth(ep Endpoint) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + ep.APIKey}
+}
+
+func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response, error) {
+	body, headers := openAIBody(req), openAIAuth(ep)
 	var out struct {
 		Model   string `json:"model"`
 		Choices []struct {
@@ -186,7 +195,9 @@ func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response
 // the model to call it is how the messages API returns a schema'd object.
 const anthropicTool = "record_answer"
 
-func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Response, error) {
+// anthropicBody is the messages request body of req: system messages go
+// to the system field, structured output is a forced tool call.
+func anthropicBody(req Request) map[string]any {
 	body := map[string]any{"max_tokens": defaultAnthropicMaxTokens}
 	for k, v := range req.Params {
 		body[k] = v
@@ -208,7 +219,15 @@ func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Respo
 		body["tools"] = []any{map[string]any{"name": anthropicTool, "description": "Record the answer.", "input_schema": req.Schema.Schema}}
 		body["tool_choice"] = map[string]any{"type": "tool", "name": anthropicTool}
 	}
-	headers := map[string]string{"x-api-key": ep.APIKey, "anthropic-version": anthropicVersion}
+	return body
+}
+
+func anthropicAuth(ep Endpoint) map[string]string {
+	return map[string]string{"x-api-key": ep.APIKey, "anthropic-version": anthropicVersion}
+}
+
+func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Response, error) {
+	body, headers := anthropicBody(req), anthropicAuth(ep)
 	var out struct {
 		Model   string `json:"model"`
 		Content []struct {
@@ -240,14 +259,16 @@ func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Respo
 	return resp, nil
 }
 
-func (c *Client) post(ctx context.Context, ep Endpoint, path string, auth map[string]string, body, out any) error {
+// send posts body and returns the provider's answer once its status is a
+// success; any other status is a *StatusError.
+func (c *Client) send(ctx context.Context, ep Endpoint, path string, auth map[string]string, body any) (*http.Response, error) {
 	buf, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
+		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(ep.BaseURL, "/")+path, bytes.NewReader(buf))
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range ep.Headers {
@@ -258,15 +279,25 @@ func (c *Client) post(ctx context.Context, ep Endpoint, path string, auth map[st
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("call provider: %w", err)
+		return nil, fmt.Errorf("call provider: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		return nil, &StatusError{Status: resp.StatusCode, Body: string(data), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	}
+	return resp, nil
+}
+
+func (c *Client) post(ctx context.Context, ep Endpoint, path string, auth map[string]string, body, out any) error {
+	resp, err := c.send(ctx, ep, path, auth, body)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
 		return fmt.Errorf("read provider answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return &StatusError{Status: resp.StatusCode, Body: string(data), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode provider answer: %w", err)

@@ -123,3 +123,31 @@ func TestRetryableFailures(t *testing.T) {
 	_, err = c.Complete(context.Background(), llm.Endpoint{Adapter: "bedrock"}, req)
 	assert.ErrorContains(t, err, "unknown adapter")
 }
+
+// Both adapters stream the answer in pieces, in order, with the usage.
+func TestStream(t *testing.T) {
+	srv := llmtest.New(t, func(llmtest.Request) string { return "It ships on Monday morning." })
+	for _, adapter := range []string{llm.AdapterOpenAI, llm.AdapterAnthropic} {
+		t.Run(adapter, func(t *testing.T) {
+			ep := llm.Endpoint{Adapter: adapter, BaseURL: srv.URL(), APIKey: "sk-test"}
+			var pieces []string
+			resp, err := client(t).Stream(context.Background(), ep, llm.Request{Model: "m", Messages: []llm.Message{
+				{Role: "system", Content: "be brief"}, {Role: "user", Content: "when does it ship"}},
+				Params: map[string]any{"temperature": 0.1}}, func(p string) { pieces = append(pieces, p) })
+			require.NoError(t, err)
+			assert.Equal(t, []string{"It ", "ships ", "on ", "Monday ", "morning."}, pieces)
+			assert.Equal(t, "It ships on Monday morning.", resp.Content)
+			assert.Equal(t, "m", resp.Model)
+			assert.Equal(t, llm.Usage{Input: 4, Output: 5, Total: 9}, resp.Usage)
+			last := srv.Requests()[len(srv.Requests())-1]
+			assert.Equal(t, true, last.Body["stream"])
+			assert.Equal(t, 0.1, last.Body["temperature"])
+		})
+	}
+	srv.Fail(llmtest.Fault{Status: http.StatusTooManyRequests})
+	_, err := client(t).Stream(context.Background(), llm.Endpoint{Adapter: llm.AdapterOpenAI, BaseURL: srv.URL()},
+		llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: "x"}}}, func(string) { t.Fatal("no text from a refusal") })
+	var se *llm.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusTooManyRequests, se.Status)
+}

@@ -56,7 +56,7 @@ func TestTracesTableAndTrace(t *testing.T) {
 
 	res = c.Get("/project/" + env.ProjectID + "/traces/trace-b?observation=trace-b-llm")
 	assert.Contains(t, res.Body, `data-selected="trace-b-llm"`)
-	assert.Contains(t, res.Body, `<dd data-testid="model">gpt-4o</dd>`)
+	assert.Contains(t, res.Body, `<span data-testid="model">gpt-4o</span>`)
 	assert.Contains(t, res.Body, "input 120 · output 30 · total 150")
 	assert.Contains(t, res.Body, "$0.0012")
 	assert.Contains(t, res.Body, "tool call · <strong>lookup_order</strong>")

@@ -138,6 +138,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	content := s.answer(req)
 	input, output := int64(len(strings.Fields(req.Prompt))), int64(len(strings.Fields(content)))
+	if stream, _ := body["stream"].(bool); stream {
+		s.stream(w, r, req, content, input, output)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if strings.HasSuffix(r.URL.Path, "/messages") {
 		block := map[string]any{"type": "text", "text": content}
@@ -155,4 +159,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": content}}},
 		"usage":   map[string]any{"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
 	})
+}
+
+// stream answers as the providers stream: server-sent events, the content
+// a word at a time, each flushed, then the usage.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, content string, input, output int64) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data any) {
+		b, _ := json.Marshal(data)
+		if event != "" {
+			_, _ = w.Write([]byte("event: " + event + "\n"))
+		}
+		_, _ = w.Write([]byte("data: " + string(b) + "\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	words := strings.SplitAfter(content, " ")
+	if strings.HasSuffix(r.URL.Path, "/messages") {
+		send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"model": req.Model, "usage": map[string]any{"input_tokens": input}}})
+		for _, word := range words {
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "delta": map[string]any{"type": "text_delta", "text": word}})
+		}
+		send("message_delta", map[string]any{"type": "message_delta", "usage": map[string]any{"output_tokens": output}})
+		send("message_stop", map[string]any{"type": "message_stop"})
+		return
+	}
+	for _, word := range words {
+		send("", map[string]any{"model": req.Model, "choices": []any{map[string]any{"delta": map[string]any{"content": word}}}})
+	}
+	send("", map[string]any{"model": req.Model, "choices": []any{}, "usage": map[string]any{"prompt_tokens": input, "completion_tokens": output}})
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 }

@@ -161,6 +161,38 @@
       if (skip) { e.preventDefault(); skip.click(); }
     }
   });
+  // Playground: "Run all" streams each variant's answer into its column.
+  // The server ends the text with a NUL and the usage line.
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.matches("form[data-playground]") || !e.submitter || !e.submitter.hasAttribute("data-stream") || !window.ReadableStream) return;
+    e.preventDefault();
+    var n = +form.querySelector("input[name=variants]").value;
+    for (var i = 0; i < n; i++) streamVariant(form, i);
+  });
+  function streamVariant(form, i) {
+    var out = form.querySelector('[data-output="' + i + '"]'), usage = form.querySelector('[data-usage="' + i + '"]');
+    var text = "";
+    out.textContent = ""; out.classList.remove("failed"); usage.textContent = "running…";
+    function show() {
+      var k = text.indexOf("\u0000");
+      out.textContent = k < 0 ? text : text.slice(0, k).replace(/\n$/, "");
+      usage.textContent = k < 0 ? "running…" : text.slice(k + 1);
+    }
+    fetch(form.getAttribute("data-stream-url") + "?variant=" + i, { method: "POST", body: new FormData(form), credentials: "same-origin" })
+      .then(function (res) {
+        if (!res.ok) return res.text().then(function (t) { throw new Error(t); });
+        var reader = res.body.getReader(), dec = new TextDecoder();
+        function pump() {
+          return reader.read().then(function (r) {
+            if (r.done) { text += dec.decode(); show(); out.dataset.done = "true"; return; }
+            text += dec.decode(r.value, { stream: true }); show(); return pump();
+          });
+        }
+        return pump();
+      })
+      .catch(function (err) { out.textContent = err.message; out.classList.add("failed"); usage.textContent = ""; out.dataset.done = "true"; });
+  }
   document.body.addEventListener("htmx:beforeRequest", function (e) {
     var n = e.detail.elt;
     if (!n.matches || !n.matches("[data-node]")) return;
