@@ -75,6 +75,13 @@ func TestBrowserAnnotationQueue(t *testing.T) {
 	assert.Contains(t, b.Text(`[data-reviewer="reviewer@example.com"]`), "3")
 	b.Screenshot("annotation-queue")
 	assert.Empty(t, b.ConsoleErrors())
+
+	// The reviewer's scores on the project's scores page, with their spread.
+	owner.Go(p + "/scores?name=correct")
+	owner.WaitVisible(`[data-testid=distribution]`)
+	assert.Contains(t, owner.Text(`[data-testid=scores-count]`), "of 3")
+	assert.Equal(t, 3, owner.Count(`[data-testid=distribution] .dist-row`), "yes, partly and no")
+	owner.Screenshot("scores")
 	assert.Empty(t, owner.ConsoleErrors())
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/home"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/playground"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/prompts"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/scorelist"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/sessions"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/tracing"
@@ -158,6 +159,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		playground.Routes(app, cp, st.ClickHouse, playground.LLM{Box: st.Secrets, Client: llmClient}),
 		annotation.Routes(app, cp, st.ClickHouse),
 		datasets.Routes(app, cp, st.ClickHouse),
+		scorelist.Routes(app, st.ClickHouse, cp),
 		evals.Routes(app, cp, st.ClickHouse, evalworker.NewPreviewer(cp, st.ClickHouse, st.Secrets, st.LLMHosts)),
 	); err != nil {
 		return nil, err

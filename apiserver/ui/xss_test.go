@@ -105,6 +105,7 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 		p + "/datasets/" + ds.ID + "/items/" + item.ID,
 		p + "/datasets/" + ds.ID + "/compare",
 		p + "/settings/scores",
+		p + "/scores?name=" + url.QueryEscape(xss[1]),
 		p + "/annotation-queues",
 		p + "/annotation-queues/" + q.ID,
 		p + "/annotation-queues/" + q.ID + "/items/" + qi.ID,
