@@ -141,6 +141,12 @@ var dataAttacks = map[string]attack{
 			return map[string]any{"id": scoreOfB, "name": "q", "value": 99, "traceId": sharedTrace}
 		}, check: noDataOfB},
 	"GET /api/public/v2/scores": {auth: projectKey, target: fixed("/api/public/v2/scores?limit=100"), check: noDataOfB},
+	"POST /api/public/comments": {auth: projectKey, target: fixed("/api/public/comments"),
+		body: func(s server) any {
+			return map[string]any{"objectType": "TRACE", "objectId": s.b.trace, "content": "on b's trace"}
+		}, check: notFound},
+	"GET /api/public/comments": {auth: projectKey, target: fixed("/api/public/comments?limit=100"), check: noDataOfB},
+	"GET /api/public/comments/{commentId}": {auth: projectKey, target: fixed("/api/public/comments/comment-of-b"), check: notFound},
 	"GET /api/public/v3/scores": {auth: projectKey, target: fixed("/api/public/v3/scores?limit=100&fields=details,subject,annotation"), check: noDataOfB},
 	"GET /api/public/v2/scores/{scoreId}": {auth: projectKey,
 		target: fixed("/api/public/v2/scores/" + scoreOfB), check: ownOrNotFound},

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
+	"github.com/glassbox-dev/glassbox/apiserver/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/evaluations"
@@ -157,6 +158,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	llmHosts, _ := cfg.Evaluation.LLMHosts()
 	routes = append(routes, evaluations.Routes(cp, box, webhooks, llmHosts)...)
 	routes = append(routes, annotations.Routes(cp, ch)...)
+	routes = append(routes, comments.Routes(cp, ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 

@@ -514,6 +514,23 @@ var migrations = []migration{
 			`INSERT INTO change_versions (kind, version) VALUES ('models', 0), ('sampling', 0), ('eval_rules', 0), ('api_keys', 0)`,
 		},
 	},
+	{
+		version: 43,
+		name:    "comments",
+		stmts: []string{
+			`CREATE TABLE comments (
+				id             TEXT PRIMARY KEY,
+				project_id     TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+				object_type    TEXT NOT NULL,
+				object_id      TEXT NOT NULL,
+				content        TEXT NOT NULL,
+				author_user_id TEXT NOT NULL,
+				created_at     BIGINT NOT NULL,
+				updated_at     BIGINT NOT NULL
+			)`,
+			`CREATE INDEX comments_object ON comments (project_id, object_type, object_id, created_at)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
