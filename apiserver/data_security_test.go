@@ -145,9 +145,9 @@ var dataAttacks = map[string]attack{
 		body: func(s server) any {
 			return map[string]any{"objectType": "TRACE", "objectId": s.b.trace, "content": "on b's trace"}
 		}, check: notFound},
-	"GET /api/public/comments": {auth: projectKey, target: fixed("/api/public/comments?limit=100"), check: noDataOfB},
+	"GET /api/public/comments":             {auth: projectKey, target: fixed("/api/public/comments?limit=100"), check: noDataOfB},
 	"GET /api/public/comments/{commentId}": {auth: projectKey, target: fixed("/api/public/comments/comment-of-b"), check: notFound},
-	"GET /api/public/v3/scores": {auth: projectKey, target: fixed("/api/public/v3/scores?limit=100&fields=details,subject,annotation"), check: noDataOfB},
+	"GET /api/public/v3/scores":            {auth: projectKey, target: fixed("/api/public/v3/scores?limit=100&fields=details,subject,annotation"), check: noDataOfB},
 	"GET /api/public/v2/scores/{scoreId}": {auth: projectKey,
 		target: fixed("/api/public/v2/scores/" + scoreOfB), check: ownOrNotFound},
 	"DELETE /api/public/scores/{scoreId}": {auth: projectKey,
