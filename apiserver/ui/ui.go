@@ -19,6 +19,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/evals"
@@ -153,7 +154,8 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		account.Routes(app, cp, acc),
 		settings.Routes(app, cp, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient}),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
-		sessions.Routes(app, st.ClickHouse),
+		sessions.Routes(app, st.ClickHouse, cp),
+		comments.Routes(app, cp),
 		home.Routes(app, cp, st.ClickHouse, dashboard),
 		prompts.Routes(app, cp, st.ClickHouse),
 		playground.Routes(app, cp, st.ClickHouse, playground.LLM{Box: st.Secrets, Client: llmClient}),

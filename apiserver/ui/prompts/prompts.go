@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -30,6 +31,7 @@ var pages embed.FS
 
 // Store reads and writes prompts; *controlplane.Store implements it.
 type Store interface {
+	comments.Store
 	ListPrompts(ctx context.Context, projectID string, f controlplane.PromptFilter) ([]controlplane.PromptSummary, int, error)
 	GetPrompt(ctx context.Context, projectID, name string, sel controlplane.PromptSelector) (controlplane.Prompt, error)
 	ResolvePrompt(ctx context.Context, projectID, name string, sel controlplane.PromptSelector) (controlplane.Prompt, error)
@@ -192,6 +194,8 @@ type promptData struct {
 	Folders    []crumb
 	// Removable are the labels this person may take off the version.
 	Removable map[string]bool
+	// Comments are the version's.
+	Comments *comments.Thread
 }
 
 // content is a version's prompt as the page shows it.
@@ -319,6 +323,9 @@ func (h *handlers) prompt(r *web.Request) error {
 			return err
 		}
 		d.Compare, d.Diff = v, diffLines(contentOf(other).lines(), d.Content.lines())
+	}
+	if d.Comments, err = comments.Load(r, h.store, controlplane.ObjectPrompt, p.ID, d.Self+"?version="+strconv.Itoa(p.Version)); err != nil {
+		return err
 	}
 	d.Range = web.ReadTimeRange(q, "30d", h.now())
 	if err := h.readUsage(r, name, &d); err != nil {

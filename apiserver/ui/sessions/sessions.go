@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 //go:embed *.html
@@ -25,18 +27,19 @@ type Store interface {
 }
 
 type handlers struct {
-	store Store
-	t     *web.Templates
-	now   func() time.Time
+	store    Store
+	comments comments.Store
+	t        *web.Templates
+	now      func() time.Time
 }
 
 // Routes registers the session pages and their sidebar entry.
-func Routes(app *web.App, store Store) error {
+func Routes(app *web.App, store Store, cs comments.Store) error {
 	t, err := app.Parse(pages, "sessions.html", "session.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, t: t, now: time.Now}
+	h := &handlers{store: store, comments: cs, t: t, now: time.Now}
 	app.AddNav(web.NavItem{Section: "Observability", Label: "Sessions", Path: "sessions", Action: access.ProjectRead, Order: 120})
 	return app.Handle(
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/sessions", Access: web.InProject, Action: access.ProjectRead, Handler: h.list},
@@ -111,6 +114,7 @@ type sessionData struct {
 	Cost          float64
 	Traces, Shown int
 	More          string // the link to the next traces, when there are more
+	Comments      *comments.Thread
 }
 
 type turn struct {
@@ -165,6 +169,9 @@ func (h *handlers) session(r *web.Request) error {
 		d.Turns = append(d.Turns, t)
 	}
 	d.DurationMs = float64(d.End.Sub(d.Start).Milliseconds())
+	if d.Comments, err = comments.Load(r, h.comments, controlplane.ObjectSession, id, r.Path("project", r.Project.ID, "sessions", id)); err != nil {
+		return err
+	}
 	if page*maxReplay < total {
 		d.More = web.WithQuery(r.Path("project", r.Project.ID, "sessions", id), r.URL.Query(), "page", strconv.Itoa(page+1))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/scores"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -22,6 +23,7 @@ import (
 // configs, datasets and annotation queues. *controlplane.Store implements it.
 type ControlPlane interface {
 	scores.Configs
+	comments.Store
 	ListScoreConfigs(ctx context.Context, projectID string, offset, limit int) ([]controlplane.ScoreConfig, int, error)
 	ListDatasets(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Dataset, int, error)
 	UpsertDatasetItem(ctx context.Context, projectID string, u controlplane.DatasetItemUpsert) (controlplane.DatasetItem, error)

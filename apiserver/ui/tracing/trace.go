@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
 type traceData struct {
@@ -34,6 +36,9 @@ type traceData struct {
 	MediaProject string
 	// Score is the add-score form, nil when the role may not score.
 	Score *scoreForm
+	// Comments are the selected observation's, or the trace's; nil on
+	// shared pages.
+	Comments *comments.Thread
 	// Virtual trees are drawn by tree.js from TreeJSON, only the rows in
 	// view: a trace of thousands of observations opens at once.
 	Virtual  bool
@@ -154,6 +159,13 @@ func (h *handlers) traceData(r *web.Request) (*traceData, error) {
 	}
 	if r.User != nil {
 		if d.Score, err = h.scoreForm(r); err != nil {
+			return nil, err
+		}
+		objectType, objectID, back := controlplane.ObjectTrace, tr.ID, d.Self
+		if d.Detail.ID != "" {
+			objectType, objectID, back = controlplane.ObjectObservation, d.Detail.ID, d.Self+"?observation="+url.QueryEscape(d.Detail.ID)
+		}
+		if d.Comments, err = comments.Load(r, h.cp, objectType, objectID, back); err != nil {
 			return nil, err
 		}
 	}
