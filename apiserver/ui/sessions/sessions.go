@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
+	"github.com/glassbox-dev/glassbox/apiserver/ui/tracing"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -26,15 +27,22 @@ type Store interface {
 	ListTraces(ctx context.Context, f chstore.TraceFilter) ([]chstore.Trace, int, error)
 }
 
+// ControlPlane keeps the sessions' comments and the queues the table adds
+// sessions to; *controlplane.Store implements it.
+type ControlPlane interface {
+	comments.Store
+	tracing.Targets
+}
+
 type handlers struct {
 	store    Store
-	comments comments.Store
+	comments ControlPlane
 	t        *web.Templates
 	now      func() time.Time
 }
 
 // Routes registers the session pages and their sidebar entry.
-func Routes(app *web.App, store Store, cs comments.Store) error {
+func Routes(app *web.App, store Store, cs ControlPlane) error {
 	t, err := app.Parse(pages, "sessions.html", "session.html")
 	if err != nil {
 		return err
@@ -54,12 +62,15 @@ var columns = []web.Column{
 }
 
 type listData struct {
-	Table *web.Table
-	Range web.TimeRange
+	Table  *web.Table
+	Range  web.TimeRange
+	Notice string // what the last bulk action did
 }
 
 func (h *handlers) list(r *web.Request) error {
 	q := r.URL.Query()
+	notice := q.Get("notice")
+	q.Del("notice")
 	state := web.ReadTableState(q, columns, "created", true)
 	tr := web.ReadTimeRange(q, "7d", h.now())
 	ss, total, err := h.store.ListSessions(r.Context(), chstore.SessionFilter{ProjectID: r.Project.ID,
@@ -70,6 +81,9 @@ func (h *handlers) list(r *web.Request) error {
 	t := web.NewTable("sessions", r.Path("project", r.Project.ID, "sessions"), columns, state)
 	t.Total = total
 	t.Empty = "No sessions started in " + strings.ToLower(tr.Label()) + ". Traces join a session when they carry a session id."
+	if err := tracing.BulkTargets(r, h.comments, t, "sessions"); err != nil {
+		return err
+	}
 	for _, s := range ss {
 		href := r.Path("project", r.Project.ID, "sessions", s.ID)
 		row := web.Row{ID: s.ID, Href: href}
@@ -85,7 +99,7 @@ func (h *handlers) list(r *web.Request) error {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	return r.Render(h.t, "sessions", listData{Table: t, Range: tr})
+	return r.Render(h.t, "sessions", listData{Table: t, Range: tr, Notice: notice})
 }
 
 func nonEmpty(vs []string) []string {

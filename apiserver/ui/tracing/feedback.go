@@ -55,12 +55,21 @@ func (h *handlers) media(r *web.Request) error {
 // maxTargets bounds the dataset and queue choices listed in a form.
 const maxTargets = 200
 
-// bulkTargets adds the add-to-dataset and add-to-queue actions the role
-// allows, when the project has datasets or queues.
-func (h *handlers) bulkTargets(r *web.Request, t *web.Table) error {
-	base := r.Path("project", r.Project.ID, "traces")
-	if r.Can(access.DatasetsWrite) {
-		ds, _, err := h.cp.ListDatasets(r.Context(), r.Project.ID, 0, maxTargets)
+// Targets lists what bulk actions add rows to; *controlplane.Store
+// implements it.
+type Targets interface {
+	ListDatasets(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Dataset, int, error)
+	ListAnnotationQueues(ctx context.Context, projectID string, offset, limit int) ([]controlplane.AnnotationQueue, int, error)
+}
+
+// BulkTargets adds the add-to-dataset and add-to-queue actions the role
+// allows to the table of list ("traces", "observations" or "sessions"),
+// when the project has datasets or queues; this package serves them.
+// Sessions go to queues only.
+func BulkTargets(r *web.Request, cp Targets, t *web.Table, list string) error {
+	base := r.Path("project", r.Project.ID, list)
+	if list != "sessions" && r.Can(access.DatasetsWrite) {
+		ds, _, err := cp.ListDatasets(r.Context(), r.Project.ID, 0, maxTargets)
 		if err != nil {
 			return err
 		}
@@ -73,7 +82,7 @@ func (h *handlers) bulkTargets(r *web.Request, t *web.Table) error {
 		}
 	}
 	if r.Can(access.AnnotationQueuesWrite) {
-		qs, _, err := h.cp.ListAnnotationQueues(r.Context(), r.Project.ID, 0, maxTargets)
+		qs, _, err := cp.ListAnnotationQueues(r.Context(), r.Project.ID, 0, maxTargets)
 		if err != nil {
 			return err
 		}
@@ -88,7 +97,7 @@ func (h *handlers) bulkTargets(r *web.Request, t *web.Table) error {
 	return nil
 }
 
-// selected reads the ticked trace ids of a bulk form.
+// selected reads the ticked row ids of a bulk form.
 func selected(r *web.Request) ([]string, error) {
 	if err := r.ParseForm(); err != nil {
 		return nil, web.BadRequest("The form could not be read.")
@@ -96,16 +105,16 @@ func selected(r *web.Request) ([]string, error) {
 	ids := nonEmpty(r.PostForm["id"])
 	switch {
 	case len(ids) == 0:
-		return nil, web.BadRequest("Select the traces first.")
+		return nil, web.BadRequest("Select the rows first.")
 	case len(ids) > 100:
-		return nil, web.BadRequest("Select at most 100 traces at once.")
+		return nil, web.BadRequest("Select at most 100 rows at once.")
 	}
 	return ids, nil
 }
 
-// backToList returns to the traces list the form came from, with a notice.
-func backToList(r *web.Request, notice string) error {
-	back := r.Path("project", r.Project.ID, "traces")
+// backToList returns to the list the form came from, with a notice.
+func backToList(r *web.Request, list, notice string) error {
+	back := r.Path("project", r.Project.ID, list)
 	q := url.Values{}
 	if ref, err := url.Parse(r.Referer()); err == nil && ref.Path == back {
 		q = ref.Query()
@@ -127,54 +136,103 @@ func jsonValue(s string) json.RawMessage {
 	return b
 }
 
-// addToDataset makes each selected trace an item of the dataset: its input,
-// its output as the expected output, and a link back to the trace.
-func (h *handlers) addToDataset(r *web.Request) error {
-	ids, err := selected(r)
-	if err != nil {
-		return err
-	}
-	name := r.PostFormValue("dataset")
-	for _, id := range ids {
-		tr, err := h.getTrace(r, id)
+// datasetItem is what a selected trace or observation becomes in a
+// dataset: its input, its output as the expected output, and a link back.
+func (h *handlers) datasetItem(r *web.Request, list, id string) (controlplane.DatasetItemUpsert, error) {
+	if list == "observations" {
+		o, err := h.store.GetObservation(r.Context(), r.Project.ID, id)
+		if errors.Is(err, chstore.ErrNotFound) {
+			return controlplane.DatasetItemUpsert{}, errNotFound
+		}
 		if err != nil {
-			return err
+			return controlplane.DatasetItemUpsert{}, err
 		}
-		src := tr.ID
-		if _, err := h.cp.UpsertDatasetItem(r.Context(), r.Project.ID, controlplane.DatasetItemUpsert{DatasetName: name,
-			Input: jsonValue(tr.Input), ExpectedOutput: jsonValue(tr.Output), SourceTraceID: &src}); err != nil {
-			if errors.Is(err, controlplane.ErrNotFound) {
-				return web.BadRequest("The dataset %q does not exist.", name)
-			}
-			return err
-		}
+		trace, obs := o.TraceID, o.ID
+		return controlplane.DatasetItemUpsert{Input: jsonValue(o.Input), ExpectedOutput: jsonValue(o.Output),
+			SourceTraceID: &trace, SourceObservationID: &obs}, nil
 	}
-	return backToList(r, strconv.Itoa(len(ids))+" traces added to dataset "+name+".")
+	tr, err := h.getTrace(r, id)
+	if err != nil {
+		return controlplane.DatasetItemUpsert{}, err
+	}
+	src := tr.ID
+	return controlplane.DatasetItemUpsert{Input: jsonValue(tr.Input), ExpectedOutput: jsonValue(tr.Output), SourceTraceID: &src}, nil
 }
 
-func (h *handlers) addToQueue(r *web.Request) error {
-	ids, err := selected(r)
-	if err != nil {
-		return err
-	}
-	queue := r.PostFormValue("queue")
-	added := 0
-	for _, id := range ids {
-		if _, err := h.getTrace(r, id); err != nil {
-			return err
-		}
-		_, created, err := h.cp.AddAnnotationQueueItem(r.Context(), r.Project.ID, queue, id, "TRACE", "")
-		if errors.Is(err, controlplane.ErrNotFound) {
-			return web.BadRequest("That annotation queue does not exist.")
-		}
+// addToDataset makes each selected trace or observation of list an item
+// of the chosen dataset.
+func (h *handlers) addToDataset(list string) func(*web.Request) error {
+	return func(r *web.Request) error {
+		ids, err := selected(r)
 		if err != nil {
 			return err
 		}
-		if created {
-			added++
+		name := r.PostFormValue("dataset")
+		for _, id := range ids {
+			u, err := h.datasetItem(r, list, id)
+			if err != nil {
+				return err
+			}
+			u.DatasetName = name
+			if _, err := h.cp.UpsertDatasetItem(r.Context(), r.Project.ID, u); err != nil {
+				if errors.Is(err, controlplane.ErrNotFound) {
+					return web.BadRequest("The dataset %q does not exist.", name)
+				}
+				return err
+			}
 		}
+		return backToList(r, list, strconv.Itoa(len(ids))+" "+list+" added to dataset "+name+".")
 	}
-	return backToList(r, strconv.Itoa(added)+" traces added to the annotation queue ("+strconv.Itoa(len(ids)-added)+" were in it already).")
+}
+
+// queueObjects are the queue item type of each list's rows.
+var queueObjects = map[string]string{"traces": controlplane.ObjectTrace, "observations": controlplane.ObjectObservation, "sessions": controlplane.ObjectSession}
+
+// addToQueue queues each selected row of list for review; rows already in
+// the queue stay as they are.
+func (h *handlers) addToQueue(list string) func(*web.Request) error {
+	return func(r *web.Request) error {
+		ids, err := selected(r)
+		if err != nil {
+			return err
+		}
+		queue := r.PostFormValue("queue")
+		added := 0
+		for _, id := range ids {
+			if err := h.exists(r, list, id); err != nil {
+				return err
+			}
+			_, created, err := h.cp.AddAnnotationQueueItem(r.Context(), r.Project.ID, queue, id, queueObjects[list], "")
+			if errors.Is(err, controlplane.ErrNotFound) {
+				return web.BadRequest("That annotation queue does not exist.")
+			}
+			if err != nil {
+				return err
+			}
+			if created {
+				added++
+			}
+		}
+		return backToList(r, list, strconv.Itoa(added)+" "+list+" added to the annotation queue ("+strconv.Itoa(len(ids)-added)+" were in it already).")
+	}
+}
+
+// exists refuses a row id the project does not have.
+func (h *handlers) exists(r *web.Request, list, id string) error {
+	var err error
+	switch list {
+	case "traces":
+		_, err = h.getTrace(r, id)
+		return err
+	case "observations":
+		_, err = h.store.GetObservation(r.Context(), r.Project.ID, id)
+	case "sessions":
+		_, err = h.store.GetSession(r.Context(), r.Project.ID, id)
+	}
+	if errors.Is(err, chstore.ErrNotFound) {
+		return errNotFound
+	}
+	return err
 }
 
 // scoreForm is the add-score form of the trace page: the project's active

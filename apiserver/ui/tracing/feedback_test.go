@@ -51,6 +51,35 @@ func TestAddTracesToDatasetAndQueue(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, res.Status)
 	res = c.Post("/project/"+env.ProjectID+"/traces/add-to-queue", url.Values{"id": {"no-such-trace"}, "queue": {q.ID}})
 	assert.Equal(t, http.StatusNotFound, res.Status)
+
+	// Observations go to datasets and queues from their table, sessions to
+	// queues from theirs.
+	res = c.Get("/project/" + env.ProjectID + "/observations")
+	assert.Contains(t, res.Body, `formaction="/project/`+env.ProjectID+`/observations/add-to-queue"`)
+	res = c.Post("/project/"+env.ProjectID+"/observations/add-to-dataset", url.Values{"id": {"t2-llm"}, "dataset": {"regressions"}})
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	assert.Contains(t, res.Body, "1 observations added to dataset regressions.")
+	items, _, err = env.Store.ListDatasetItems(ctx, env.ProjectID, controlplane.DatasetItemFilter{DatasetName: "regressions", SourceObservationID: "t2-llm", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	assert.Equal(t, "t2", items[0].SourceTraceID)
+	assert.JSONEq(t, `{"role":"assistant","content":"It ships tomorrow."}`, string(items[0].ExpectedOutput))
+	res = c.Post("/project/"+env.ProjectID+"/observations/add-to-queue", url.Values{"id": {"t2-llm"}, "queue": {q.ID}})
+	assert.Contains(t, res.Body, "1 observations added to the annotation queue")
+	res = c.Get("/project/" + env.ProjectID + "/sessions")
+	assert.Contains(t, res.Body, `formaction="/project/`+env.ProjectID+`/sessions/add-to-queue"`)
+	assert.NotContains(t, res.Body, "sessions/add-to-dataset")
+	res = c.Post("/project/"+env.ProjectID+"/sessions/add-to-queue", url.Values{"id": {"session-alice"}, "queue": {q.ID}})
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	assert.Contains(t, res.Body, "1 sessions added to the annotation queue")
+	queued, _, err := env.Store.ListAnnotationQueueItems(ctx, env.ProjectID, q.ID, "", 0, 10)
+	require.NoError(t, err)
+	types := map[string]string{}
+	for _, it := range queued {
+		types[it.ObjectID] = it.ObjectType
+	}
+	assert.Equal(t, map[string]string{"t1": "TRACE", "t2": "TRACE", "t2-llm": "OBSERVATION", "session-alice": "SESSION"}, types)
+	assert.Equal(t, http.StatusNotFound, c.Post("/project/"+env.ProjectID+"/sessions/add-to-queue", url.Values{"id": {"no-session"}, "queue": {q.ID}}).Status)
 }
 
 func TestAddScoreThroughAConfig(t *testing.T) {

@@ -37,14 +37,17 @@ type observationsData struct {
 	Type, Name, Level string
 	Env               []string
 	Types, Levels     []string
+	Notice            string // what the last bulk action did
 }
 
 func (h *handlers) observations(r *web.Request) error {
 	q := r.URL.Query()
+	notice := q.Get("notice")
+	q.Del("notice")
 	state := web.ReadTableState(q, observationColumns, "start", true)
 	d := observationsData{Range: web.ReadTimeRange(q, "7d", h.now()), Type: strings.ToUpper(strings.TrimSpace(q.Get("type"))),
 		Name: strings.TrimSpace(q.Get("name")), Level: strings.ToUpper(strings.TrimSpace(q.Get("level"))), Env: nonEmpty(q["env"]),
-		Types: observationTypes, Levels: levels}
+		Types: observationTypes, Levels: levels, Notice: notice}
 	page, err := h.store.ListObservations(r.Context(), chstore.ObservationFilter{
 		ProjectID: r.Project.ID, Type: d.Type, Name: d.Name, Level: d.Level, Environment: d.Env,
 		From: d.Range.From.UnixMicro(), To: d.Range.To.UnixMicro(), Page: state.Page, Limit: state.Limit,
@@ -55,6 +58,9 @@ func (h *handlers) observations(r *web.Request) error {
 	t := web.NewTable("observations", r.Path("project", r.Project.ID, "observations"), observationColumns, state)
 	t.Total = page.Total
 	t.Empty = "No observations match these filters in " + strings.ToLower(d.Range.Label()) + "."
+	if err := BulkTargets(r, h.cp, t, "observations"); err != nil {
+		return err
+	}
 	for i := range page.Observations {
 		o := &page.Observations[i].Observation
 		href := r.Path("project", r.Project.ID, "traces", o.TraceID) + "?observation=" + o.ID

@@ -87,7 +87,7 @@ func (h *handlers) traces(r *web.Request) error {
 		table.Bulk = append(table.Bulk, web.BulkAction{Label: "Delete", Action: r.Path("project", r.Project.ID, "traces", "delete"),
 			Confirm: "Delete the selected traces? This cannot be undone.", Danger: true})
 	}
-	if err := h.bulkTargets(r, table); err != nil {
+	if err := BulkTargets(r, h.cp, table, "traces"); err != nil {
 		return err
 	}
 	notice := q.Get("notice")

@@ -27,6 +27,8 @@ type Store interface {
 	ListTraces(ctx context.Context, f chstore.TraceFilter) ([]chstore.Trace, int, error)
 	GetTraceOutline(ctx context.Context, projectID, traceID string) (chstore.TraceWithObservations, error)
 	GetTraceObservation(ctx context.Context, projectID, traceID, observationID string) (chstore.Observation, error)
+	GetObservation(ctx context.Context, projectID, observationID string) (chstore.Observation, error)
+	GetSession(ctx context.Context, projectID, sessionID string) (chstore.Session, error)
 	TraceScores(ctx context.Context, projectID, traceID string) ([]chstore.Score, error)
 	DeleteTraces(ctx context.Context, projectID string, traceIDs []string) error
 	ListObservations(ctx context.Context, f chstore.ObservationFilter) (chstore.ObservationPage, error)
@@ -61,8 +63,12 @@ func Routes(app *web.App, store interface {
 	return app.Handle(
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces", Access: proj, Action: access.ProjectRead, Handler: h.traces},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/delete", Access: proj, Action: access.TracesDelete, Handler: h.deleteTraces},
-		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset},
-		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset("traces")},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue("traces")},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/observations/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset("observations")},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/observations/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue("observations")},
+		// The sessions table's bulk action; the sessions pages are their own package.
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/sessions/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue("sessions")},
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces/{traceId}", Access: proj, Action: access.ProjectRead,
 			Handler: h.trace, Shared: h.sharedTrace},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/{traceId}/scores", Access: proj, Action: access.ScoresWrite, Handler: h.addScore},
