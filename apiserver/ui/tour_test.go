@@ -133,6 +133,9 @@ func TestBrowserTour(t *testing.T) {
 	b.ClickAndWait(`[data-testid=invite] button`)
 	assert.Contains(t, b.Text(`[data-testid=invited]`), "/auth/invite/")
 	b.Screenshot("organization")
+	b.ClickAndWait(`[data-testid=usage-link]`)
+	assert.Contains(t, b.Text(`[data-testid=usage-totals]`), "Units")
+	b.Screenshot("usage")
 
 	b.Go(p + "/settings/members")
 	b.WaitVisible(`[data-testid=project-members]`)

@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	}
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
-		settings.Routes(app, cp, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient}),
+		settings.Routes(app, cp, st.ClickHouse, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient}),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse, cp),
 		comments.Routes(app, cp),

@@ -63,18 +63,19 @@ const inviteTTL = 7 * 24 * time.Hour
 
 type handlers struct {
 	store    Store
+	usage    Usage
 	builtins []pricing.Model
 	llm      LLM
 	t        *web.Templates
 }
 
 // Routes registers the settings pages and their sidebar entry.
-func Routes(app *web.App, store Store, builtins []pricing.Model, llm LLM) error {
-	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html", "llm.html")
+func Routes(app *web.App, store Store, usage Usage, builtins []pricing.Model, llm LLM) error {
+	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html", "llm.html", "usage.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, builtins: builtins, llm: llm, t: t}
+	h := &handlers{store: store, usage: usage, builtins: builtins, llm: llm, t: t}
 	app.AddNav(web.NavItem{Section: "Settings", Label: "Settings", Path: "settings", Action: access.ProjectRead, Order: 900})
 	const org, proj = web.InOrganization, web.InProject
 	return app.Handle(
@@ -83,6 +84,8 @@ func Routes(app *web.App, store Store, builtins []pricing.Model, llm LLM) error 
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members", Access: org, Action: access.MembersManage, Handler: h.invite},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}", Access: org, Action: access.MembersManage, Handler: h.setRole},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}/remove", Access: org, Action: access.MembersManage, Handler: h.removeMember},
+		web.Route{Method: http.MethodGet, Path: "/organization/{orgId}/usage", Access: org, Action: access.UsageRead, Handler: h.orgUsage},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/usage", Access: proj, Action: access.UsageRead, Handler: h.projectUsage},
 
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings", Access: proj, Action: access.ProjectRead, Handler: h.general},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings", Access: proj, Action: access.ProjectSettingsWrite, Handler: h.saveGeneral},
@@ -124,6 +127,7 @@ func tabs(r *web.Request, active string) []web.Tab {
 		{"Models", "models", access.ProjectRead},
 		{"Scores", "scores", access.ProjectRead},
 		{"LLM connections", "llm-connections", access.ProjectRead},
+		{"Usage", "usage", access.UsageRead},
 	}
 	var out []web.Tab
 	for _, t := range all {

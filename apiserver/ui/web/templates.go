@@ -205,6 +205,7 @@ func (a *App) funcs() template.FuncMap {
 		"lower":      strings.ToLower,
 		"int64":      func(n int) int64 { return int64(n) },
 		"float64":    func(n int) float64 { return float64(n) },
+		"uint":       func(n uint64) int64 { return int64(min(n, math.MaxInt64)) },
 		"micros":     func(us int64) time.Time { return time.UnixMicro(us) },
 		"has":        func(vs []string, v string) bool { return slices.Contains(vs, v) },
 		"first": func(vs []string) string {
