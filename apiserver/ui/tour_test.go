@@ -38,6 +38,9 @@ func TestBrowserTour(t *testing.T) {
 	b.WaitVisible(`[data-testid=traces]`)
 	assert.Contains(t, b.Text(`[data-testid=traces-count]`), "1–4 of 4")
 	b.Screenshot("traces")
+	b.Click(`input[name=user]`)
+	b.WaitFor(`document.querySelectorAll("#opts-user option").length === 3`) // alice, bob, carol with their counts
+	assert.Equal(t, "2 traces", uitest.Eval[string](b, `document.querySelector('#opts-user option[value=alice]').textContent`))
 	b.Type(`input[name=user]`, "alice")
 	b.ClickAndWait(`[data-testid=trace-filters] button[type=submit]`)
 	assert.Contains(t, b.URL().RawQuery, "user=alice", "filters live in the URL")

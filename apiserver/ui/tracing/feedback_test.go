@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +119,30 @@ func TestAddScoreThroughAConfig(t *testing.T) {
 	res = v.Get(page)
 	assert.Contains(t, res.Body, "helpfulness")
 	assert.NotContains(t, res.Body, `data-testid="add-score"`)
+}
+
+// A filter input's first focus fetches its values in the time range with
+// their trace counts, most frequent first.
+func TestFilterOptionsWithCounts(t *testing.T) {
+	env := uitest.Start(t, uitest.Options{})
+	at := time.Now().Add(-time.Hour)
+	env.ChatTrace(t, "t1", "support-chat", "alice", at)
+	env.ChatTrace(t, "t2", "support-chat", "alice", at)
+	env.ChatTrace(t, "t3", "billing-chat", "bob", at)
+	c := uitest.NewClient(t, env.URL)
+	c.SignIn(env.OwnerEmail, env.OwnerPassword)
+	base := "/project/" + env.ProjectID + "/traces"
+
+	res := c.Get(base)
+	assert.Contains(t, res.Body, `hx-get="/project/`+env.ProjectID+`/traces/filter-options?field=user"`)
+	res = c.Get(base + "?range=24h")
+	assert.Contains(t, res.Body, `hx-get="/project/`+env.ProjectID+`/traces/filter-options?range=24h&amp;field=user"`, "the input asks with the page's range")
+	res = c.Get(base + "/filter-options?range=24h&field=user")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.Equal(t, `<datalist id="opts-user"><option value="alice">2 traces</option><option value="bob">1 traces</option></datalist>`, strings.TrimSpace(res.Body))
+	res = c.Get(base + "/filter-options?range=24h&field=name")
+	assert.Contains(t, res.Body, `<option value="support-chat">2 traces</option><option value="billing-chat">1 traces</option>`)
+	res = c.Get(base + "/filter-options?range=5m&field=env")
+	assert.Equal(t, `<datalist id="opts-env"></datalist>`, strings.TrimSpace(res.Body), "nothing in the last five minutes")
+	assert.Equal(t, http.StatusBadRequest, c.Get(base+"/filter-options?field=input").Status)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type tracesData struct {
 	List    listState
 	Filters bool   // some filter besides the time range is set
 	Notice  string // what the last bulk action did
+	// Options is where a filter input fetches its values, with the
+	// page's time range; the field is appended.
+	Options string
 }
 
 func (h *handlers) traces(r *web.Request) error {
@@ -112,7 +116,19 @@ func (h *handlers) traces(r *web.Request) error {
 		}
 		table.Rows = append(table.Rows, row)
 	}
-	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered(), Notice: notice})
+	opts := url.Values{}
+	for _, k := range []string{"range", "from", "to"} {
+		if v := q.Get(k); v != "" {
+			opts.Set(k, v)
+		}
+	}
+	// The field comes last: the template appends its name.
+	optionsURL := r.Path("project", r.Project.ID, "traces", "filter-options") + "?"
+	if len(opts) > 0 {
+		optionsURL += opts.Encode() + "&"
+	}
+	return r.Render(h.t, "traces", tracesData{Table: table, List: list, Filters: list.filtered(), Notice: notice,
+		Options: optionsURL + "field="})
 }
 
 func (s listState) filtered() bool {
@@ -252,4 +268,51 @@ func (h *handlers) deleteTraces(r *web.Request) error {
 		back += "?" + ref.RawQuery
 	}
 	return r.Redirect(back)
+}
+
+// optionFields are the filters whose values are offered with their counts,
+// by the traces view's dimension each reads.
+var optionFields = map[string]string{"name": "name", "user": "userId", "session": "sessionId", "env": "environment", "release": "release"}
+
+// maxOptions bounds the values offered for one filter.
+const maxOptions = 50
+
+type option struct {
+	Value string
+	Count string
+}
+
+type optionsData struct {
+	Field   string
+	Options []option
+}
+
+// filterOptions answers an input's first focus with the values of its
+// field in the time range, most frequent first, with their trace counts:
+// one metrics-engine query per field, only when someone looks.
+func (h *handlers) filterOptions(r *web.Request) error {
+	q := r.URL.Query()
+	field := q.Get("field")
+	dim, ok := optionFields[field]
+	if !ok {
+		return web.BadRequest("No options for %q.", field)
+	}
+	tr := web.ReadTimeRange(q, "7d", h.now())
+	rows, err := h.store.Metrics(r.Context(), r.Project.ID, chstore.MetricsQuery{View: chstore.ViewTraces, Dimensions: []string{dim},
+		Metrics: []chstore.Metric{{Measure: "count", Aggregation: "count"}}, From: tr.From, To: tr.To, RowLimit: maxOptions,
+		Filters: []chstore.Filter{{Column: dim, Type: "null", Operator: "is not null"}},
+		OrderBy: []chstore.MetricOrder{{Field: "count_count", Desc: true}, {Field: dim}}})
+	if err != nil {
+		return err
+	}
+	d := optionsData{Field: field}
+	for _, row := range rows {
+		v := fmt.Sprint(row[dim])
+		if v == "" {
+			continue
+		}
+		n, _ := strconv.ParseInt(fmt.Sprint(row["count_count"]), 10, 64)
+		d.Options = append(d.Options, option{Value: v, Count: web.FormatInt(n) + " traces"})
+	}
+	return r.RenderFragment(h.t, "traces", "options", d)
 }

@@ -63,6 +63,7 @@ func Routes(app *web.App, store interface {
 	return app.Handle(
 		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces", Access: proj, Action: access.ProjectRead, Handler: h.traces},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/delete", Access: proj, Action: access.TracesDelete, Handler: h.deleteTraces},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/traces/filter-options", Access: proj, Action: access.ProjectRead, Handler: h.filterOptions},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset("traces")},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/traces/add-to-queue", Access: proj, Action: access.AnnotationQueuesWrite, Handler: h.addToQueue("traces")},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/observations/add-to-dataset", Access: proj, Action: access.DatasetsWrite, Handler: h.addToDataset("observations")},
