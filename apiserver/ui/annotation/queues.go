@@ -67,19 +67,16 @@ func Routes(app *web.App, store Store, traces Traces) error {
 	h := &handlers{store: store, traces: traces, t: t}
 	app.AddNav(web.NavItem{Section: "Evaluation", Label: "Annotation queues", Path: "annotation-queues", Action: access.ProjectRead, Order: 320})
 	base := "/project/{projectId}/annotation-queues"
-	route := func(method, path string, action access.Action, fn func(*web.Request) error) web.Route {
-		return web.Route{Method: method, Path: path, Access: web.InProject, Action: action, Handler: fn}
-	}
 	return app.Handle(
-		route(http.MethodGet, base, access.ProjectRead, h.list),
-		route(http.MethodPost, base, access.AnnotationQueuesWrite, h.create),
-		route(http.MethodGet, base+"/{queueId}", access.ProjectRead, h.queue),
-		route(http.MethodPost, base+"/{queueId}/assignees", access.AnnotationQueuesWrite, h.assign),
-		route(http.MethodPost, base+"/{queueId}/assignees/{userId}/remove", access.AnnotationQueuesWrite, h.unassign),
-		route(http.MethodGet, base+"/{queueId}/next", access.ProjectRead, h.next),
-		route(http.MethodGet, base+"/{queueId}/items/{itemId}", access.ProjectRead, h.review),
-		route(http.MethodPost, base+"/{queueId}/items/{itemId}", access.AnnotationQueuesWrite, h.complete),
-		route(http.MethodPost, base+"/{queueId}/items/{itemId}/remove", access.AnnotationQueuesWrite, h.remove),
+		web.InProjectRoute(http.MethodGet, base, access.ProjectRead, h.list),
+		web.InProjectRoute(http.MethodPost, base, access.AnnotationQueuesWrite, h.create),
+		web.InProjectRoute(http.MethodGet, base+"/{queueId}", access.ProjectRead, h.queue),
+		web.InProjectRoute(http.MethodPost, base+"/{queueId}/assignees", access.AnnotationQueuesWrite, h.assign),
+		web.InProjectRoute(http.MethodPost, base+"/{queueId}/assignees/{userId}/remove", access.AnnotationQueuesWrite, h.unassign),
+		web.InProjectRoute(http.MethodGet, base+"/{queueId}/next", access.ProjectRead, h.next),
+		web.InProjectRoute(http.MethodGet, base+"/{queueId}/items/{itemId}", access.ProjectRead, h.review),
+		web.InProjectRoute(http.MethodPost, base+"/{queueId}/items/{itemId}", access.AnnotationQueuesWrite, h.complete),
+		web.InProjectRoute(http.MethodPost, base+"/{queueId}/items/{itemId}/remove", access.AnnotationQueuesWrite, h.remove),
 	)
 }
 

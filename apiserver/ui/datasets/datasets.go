@@ -60,20 +60,17 @@ func Routes(app *web.App, store Store, traces Traces) error {
 	h := &handlers{store: store, traces: traces, t: t, now: time.Now}
 	app.AddNav(web.NavItem{Section: "Evaluation", Label: "Datasets", Path: "datasets", Action: access.ProjectRead, Order: 310})
 	base := "/project/{projectId}/datasets"
-	route := func(method, path string, action access.Action, fn func(*web.Request) error) web.Route {
-		return web.Route{Method: method, Path: path, Access: web.InProject, Action: action, Handler: fn}
-	}
 	return app.Handle(
-		route(http.MethodGet, base, access.ProjectRead, h.list),
-		route(http.MethodPost, base, access.DatasetsWrite, h.create),
-		route(http.MethodGet, base+"/{datasetId}", access.ProjectRead, h.dataset),
-		route(http.MethodGet, base+"/{datasetId}/compare", access.ProjectRead, h.compare),
-		route(http.MethodPost, base+"/{datasetId}/items", access.DatasetsWrite, h.createItem),
-		route(http.MethodGet, base+"/{datasetId}/items/{itemId}", access.ProjectRead, h.item),
-		route(http.MethodPost, base+"/{datasetId}/items/{itemId}", access.DatasetsWrite, h.updateItem),
-		route(http.MethodGet, base+"/{datasetId}/experiments/new", access.DatasetsWrite, h.newExperiment),
-		route(http.MethodPost, base+"/{datasetId}/experiments", access.DatasetsWrite, h.startExperiment),
-		route(http.MethodGet, base+"/{datasetId}/experiments/{experimentId}", access.ProjectRead, h.experiment),
+		web.InProjectRoute(http.MethodGet, base, access.ProjectRead, h.list),
+		web.InProjectRoute(http.MethodPost, base, access.DatasetsWrite, h.create),
+		web.InProjectRoute(http.MethodGet, base+"/{datasetId}", access.ProjectRead, h.dataset),
+		web.InProjectRoute(http.MethodGet, base+"/{datasetId}/compare", access.ProjectRead, h.compare),
+		web.InProjectRoute(http.MethodPost, base+"/{datasetId}/items", access.DatasetsWrite, h.createItem),
+		web.InProjectRoute(http.MethodGet, base+"/{datasetId}/items/{itemId}", access.ProjectRead, h.item),
+		web.InProjectRoute(http.MethodPost, base+"/{datasetId}/items/{itemId}", access.DatasetsWrite, h.updateItem),
+		web.InProjectRoute(http.MethodGet, base+"/{datasetId}/experiments/new", access.DatasetsWrite, h.newExperiment),
+		web.InProjectRoute(http.MethodPost, base+"/{datasetId}/experiments", access.DatasetsWrite, h.startExperiment),
+		web.InProjectRoute(http.MethodGet, base+"/{datasetId}/experiments/{experimentId}", access.ProjectRead, h.experiment),
 	)
 }
 

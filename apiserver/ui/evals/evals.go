@@ -64,19 +64,16 @@ func Routes(app *web.App, store Store, traces Traces, preview *evalworker.Previe
 	h := &handlers{store: store, traces: traces, preview: preview, t: t, now: time.Now}
 	app.AddNav(web.NavItem{Section: "Evaluation", Label: "Evaluators", Path: "evals", Action: access.ProjectRead, Order: 300})
 	base := "/project/{projectId}/evals"
-	route := func(method, path string, action access.Action, fn func(*web.Request) error) web.Route {
-		return web.Route{Method: method, Path: path, Access: web.InProject, Action: action, Handler: fn}
-	}
 	return app.Handle(
-		route(http.MethodGet, base, access.ProjectRead, h.list),
-		route(http.MethodGet, base+"/new", access.EvaluatorsWrite, h.newEvaluator),
-		route(http.MethodPost, base+"/evaluators", access.EvaluatorsWrite, h.saveEvaluator),
-		route(http.MethodPost, base+"/evaluators/{evaluatorId}/delete", access.EvaluatorsWrite, h.deleteEvaluator),
-		route(http.MethodPost, base+"/rules", access.EvaluatorsWrite, h.createRule),
-		route(http.MethodPost, base+"/rules/{ruleId}/active", access.EvaluatorsWrite, h.setRuleActive),
-		route(http.MethodPost, base+"/rules/{ruleId}/backfill", access.EvaluatorsWrite, h.backfill),
-		route(http.MethodPost, base+"/rules/{ruleId}/delete", access.EvaluatorsWrite, h.deleteRule),
-		route(http.MethodPost, base+"/jobs/{jobId}/retry", access.EvaluatorsWrite, h.retryJob),
+		web.InProjectRoute(http.MethodGet, base, access.ProjectRead, h.list),
+		web.InProjectRoute(http.MethodGet, base+"/new", access.EvaluatorsWrite, h.newEvaluator),
+		web.InProjectRoute(http.MethodPost, base+"/evaluators", access.EvaluatorsWrite, h.saveEvaluator),
+		web.InProjectRoute(http.MethodPost, base+"/evaluators/{evaluatorId}/delete", access.EvaluatorsWrite, h.deleteEvaluator),
+		web.InProjectRoute(http.MethodPost, base+"/rules", access.EvaluatorsWrite, h.createRule),
+		web.InProjectRoute(http.MethodPost, base+"/rules/{ruleId}/active", access.EvaluatorsWrite, h.setRuleActive),
+		web.InProjectRoute(http.MethodPost, base+"/rules/{ruleId}/backfill", access.EvaluatorsWrite, h.backfill),
+		web.InProjectRoute(http.MethodPost, base+"/rules/{ruleId}/delete", access.EvaluatorsWrite, h.deleteRule),
+		web.InProjectRoute(http.MethodPost, base+"/jobs/{jobId}/retry", access.EvaluatorsWrite, h.retryJob),
 	)
 }
 

@@ -62,19 +62,16 @@ func Routes(app *web.App, store Store, metrics Metrics) error {
 	h := &handlers{store: store, metrics: metrics, t: t, now: time.Now}
 	app.AddNav(web.NavItem{Section: "Prompt management", Label: "Prompts", Path: "prompts", Action: access.ProjectRead, Order: 200})
 	base := "/project/{projectId}/prompts"
-	route := func(method, path string, action access.Action, fn func(*web.Request) error) web.Route {
-		return web.Route{Method: method, Path: path, Access: web.InProject, Action: action, Handler: fn}
-	}
 	return app.Handle(
-		route(http.MethodGet, base, access.ProjectRead, h.list),
-		route(http.MethodGet, base+"/new", access.PromptsWrite, h.editor),
-		route(http.MethodPost, base+"/new", access.PromptsWrite, h.save),
+		web.InProjectRoute(http.MethodGet, base, access.ProjectRead, h.list),
+		web.InProjectRoute(http.MethodGet, base+"/new", access.PromptsWrite, h.editor),
+		web.InProjectRoute(http.MethodPost, base+"/new", access.PromptsWrite, h.save),
 		// Names hold slashes (folders), so the name is the rest of the path.
-		route(http.MethodGet, base+"/{name...}", access.ProjectRead, h.prompt),
+		web.InProjectRoute(http.MethodGet, base+"/{name...}", access.ProjectRead, h.prompt),
 		// The label forms name the prompt in the body for the same reason;
 		// production needs more than the route's action, checked inside.
-		route(http.MethodPost, "/project/{projectId}/prompt-labels", access.PromptsWrite, h.addLabel),
-		route(http.MethodPost, "/project/{projectId}/prompt-labels/remove", access.PromptsWrite, h.removeLabel),
+		web.InProjectRoute(http.MethodPost, "/project/{projectId}/prompt-labels", access.PromptsWrite, h.addLabel),
+		web.InProjectRoute(http.MethodPost, "/project/{projectId}/prompt-labels/remove", access.PromptsWrite, h.removeLabel),
 	)
 }
 

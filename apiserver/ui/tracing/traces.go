@@ -59,11 +59,19 @@ func (h *handlers) traces(r *web.Request) error {
 		}
 	}
 	list := readListState(q, h.now())
-	columns, err := h.scoreColumns(r, list.Range)
-	if err != nil {
-		return err
+	// The score names (the score columns) are read while the traces are:
+	// score columns do not sort, so the page's sort and paging come from
+	// the fixed columns.
+	type scoreNames struct {
+		columns []web.Column
+		err     error
 	}
-	state := web.ReadTableState(q, columns, "timestamp", true)
+	names := make(chan scoreNames, 1)
+	go func() {
+		columns, err := h.scoreColumns(r, list.Range)
+		names <- scoreNames{columns, err}
+	}()
+	state := web.ReadTableState(q, traceColumns, "timestamp", true)
 	f, err := list.filter(r.Project.ID)
 	if err != nil {
 		return err
@@ -84,6 +92,12 @@ func (h *handlers) traces(r *web.Request) error {
 			return r.Redirect(r.Path("project", r.Project.ID))
 		}
 	}
+	sn := <-names
+	if sn.err != nil {
+		return sn.err
+	}
+	columns := sn.columns
+	state = web.ReadTableState(q, columns, "timestamp", true)
 	table := web.NewTable("traces", r.Path("project", r.Project.ID, "traces"), columns, state)
 	table.Total = total
 	table.Empty = "No traces match these filters in " + strings.ToLower(list.Range.Label()) + "."

@@ -82,6 +82,11 @@ type Route struct {
 	Shared func(*Request) error
 }
 
+// InProjectRoute is a route inside a project that needs action.
+func InProjectRoute(method, path string, action access.Action, handler func(*Request) error) Route {
+	return Route{Method: method, Path: path, Access: InProject, Action: action, Handler: handler}
+}
+
 // App serves the UI's routes, and hands every other path to the API.
 type App struct {
 	cfg    Config
