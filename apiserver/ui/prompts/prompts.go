@@ -188,7 +188,14 @@ type promptData struct {
 	Range   web.TimeRange
 	// UsageError says why usage could not be read (ClickHouse down).
 	UsageError string
-	Folders    []crumb
+	// UsageLoaded is set when the usage was read for this response;
+	// otherwise UsageURL loads the section and UsageInline is the page
+	// with it, for browsers without scripts.
+	UsageLoaded           bool
+	UsageURL, UsageInline string
+	// PageQuery is the page's query, which the time-range form keeps.
+	PageQuery url.Values
+	Folders   []crumb
 	// Removable are the labels this person may take off the version.
 	Removable map[string]bool
 	// Comments are the version's.
@@ -325,12 +332,33 @@ func (h *handlers) prompt(r *web.Request) error {
 		return err
 	}
 	d.Range = web.ReadTimeRange(q, "30d", h.now())
-	if err := h.readUsage(r, name, &d); err != nil {
-		if !errors.Is(err, chstore.ErrUnavailable) {
-			return err
+	// Usage is a metrics query over the range's generations: the page
+	// loads it after it is shown (`part=usage` answers the section alone),
+	// or inline with `usage=1` for browsers without scripts.
+	part := q.Get("part") == "usage"
+	d.PageQuery = url.Values{}
+	for k, vs := range q {
+		if k != "part" && k != "usage" {
+			d.PageQuery[k] = vs
 		}
-		d.UsageError = "Usage cannot be read now: " + err.Error()
 	}
+	if part || q.Get("usage") == "1" {
+		d.UsageLoaded = true
+		if err := h.readUsage(r, name, &d); err != nil {
+			if !errors.Is(err, chstore.ErrUnavailable) {
+				return err
+			}
+			d.UsageError = "Usage cannot be read now: " + err.Error()
+		}
+	}
+	if part {
+		return r.RenderFragment(h.t, "prompt", "usage", d)
+	}
+	q.Set("part", "usage")
+	d.UsageURL = d.Self + "?" + q.Encode()
+	q.Del("part")
+	q.Set("usage", "1")
+	d.UsageInline = d.Self + "?" + q.Encode()
 	return r.Render(h.t, "prompt", d)
 }
 

@@ -138,8 +138,17 @@ func TestUsageByVersion(t *testing.T) {
 	c := uitest.NewClient(t, env.URL)
 	c.SignIn(env.OwnerEmail, env.OwnerPassword)
 
-	res := c.Get("/project/" + env.ProjectID + "/prompts/support/greeting?range=24h")
+	page := "/project/" + env.ProjectID + "/prompts/support/greeting"
+	res := c.Get(page + "?range=24h")
 	require.Equal(t, http.StatusOK, res.Status)
+	assert.Contains(t, res.Body, `hx-get="`+page+`?part=usage&amp;range=24h"`, "the page loads its usage after it is shown")
+	assert.NotContains(t, res.Body, `<tr data-version="1">`)
+	res = c.Get(page + "?part=usage&range=24h")
+	require.Equal(t, http.StatusOK, res.Status)
+	assert.True(t, strings.HasPrefix(strings.TrimSpace(res.Body), `<section class="panel" data-testid="usage">`), "the section alone")
+	assert.NotContains(t, res.Body, `name="part"`, "the range form does not keep part=usage")
+	inline := c.Get(page + "?usage=1&range=24h")
+	assert.Contains(t, inline.Body, `<tr data-version="1">`, "without scripts the page shows it inline")
 	usage := res.Body[strings.Index(res.Body, `data-testid="usage"`):]
 	assert.Contains(t, usage, "<th class=\"num\">helpful</th>")
 	v1 := usage[strings.Index(usage, `<tr data-version="1">`):]
