@@ -55,6 +55,7 @@ func newServer(t *testing.T) server {
 		td.session = "session-" + prefix
 		root := apitest.Obs(td.ProjectID, td.trace, strings.Repeat(prefix, 15)+"1", time.Duration(i)*time.Minute)
 		root.IsRoot, root.SessionID, root.UserID, root.TraceName = true, td.session, "user", "trace "+prefix
+		root.Experiment = model.Experiment{ID: "experiment-" + prefix, Name: "experiment", ItemID: "item", ItemRootID: root.ID}
 		gen := apitest.Obs(td.ProjectID, td.trace, td.observation, time.Duration(i)*time.Minute+time.Second)
 		gen.ParentID, gen.Type, gen.SessionID = root.ID, model.TypeGeneration, td.session
 		shared := apitest.Obs(td.ProjectID, sharedTrace, strings.Repeat(prefix, 15)+"3", time.Hour)

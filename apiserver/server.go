@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/evaluations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
+	"github.com/glassbox-dev/glassbox/apiserver/experiments"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
@@ -159,6 +160,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, evaluations.Routes(cp, box, webhooks, llmHosts)...)
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	routes = append(routes, comments.Routes(cp, ch)...)
+	routes = append(routes, experiments.Routes(ch)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 

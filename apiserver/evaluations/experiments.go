@@ -60,18 +60,18 @@ func (h handlers) experimentRoutes() []httpx.Route {
 	return []httpx.Route{
 		{
 			Method: http.MethodGet, Path: base, Access: httpx.ProjectKey, Handler: h.listExperiments,
-			Doc: httpx.Doc{OperationID: "experiments_list", Tag: "Evaluations", Query: httpx.PageParams,
+			Doc: httpx.Doc{OperationID: "promptExperiments_list", Tag: "Evaluations", Query: httpx.PageParams,
 				Response: httpx.List[Experiment]{}, Summary: "The project's prompt experiments, newest first."},
 		},
 		{
 			Method: http.MethodPost, Path: base, Access: httpx.ProjectKey, Handler: h.createExperiment,
-			Doc: httpx.Doc{OperationID: "experiments_create", Tag: "Evaluations", Body: ExperimentRequest{}, Response: Experiment{},
+			Doc: httpx.Doc{OperationID: "promptExperiments_create", Tag: "Evaluations", Body: ExperimentRequest{}, Response: Experiment{},
 				Status:  http.StatusCreated,
 				Summary: "Run a stored prompt version over a dataset's active items and score the outputs; the results become a dataset run."},
 		},
 		{
 			Method: http.MethodGet, Path: base + "/{experimentId}", Access: httpx.ProjectKey, Handler: h.getExperiment,
-			Doc: httpx.Doc{OperationID: "experiments_get", Tag: "Evaluations", Response: Experiment{},
+			Doc: httpx.Doc{OperationID: "promptExperiments_get", Tag: "Evaluations", Response: Experiment{},
 				Summary: "One prompt experiment with its progress."},
 		},
 	}

@@ -1,6 +1,7 @@
 package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -96,4 +97,21 @@ func NonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// EncodeCursor writes a keyset position (the last row of a page) as the
+// opaque base64url text that the cursor-paged lists answer in meta.cursor.
+func EncodeCursor(position any) string {
+	raw, _ := json.Marshal(position)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// DecodeCursor reads a `cursor` parameter written by EncodeCursor into
+// position; valid reports whether the position it holds is complete.
+func DecodeCursor(text string, position any, valid func() bool) error {
+	raw, err := base64.RawURLEncoding.DecodeString(text)
+	if err != nil || json.Unmarshal(raw, position) != nil || !valid() {
+		return BadRequest("Invalid cursor: use meta.cursor of the previous page as it is")
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package scores
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -118,7 +117,8 @@ func (h handlers) listV3(r *http.Request) (any, error) {
 	}
 	search := chstore.ScoreSearch{ScoreFilter: chstore.ScoreFilter{ProjectID: httpx.ProjectID(r), Limit: limit}, Keyset: true}
 	if c := q.String("cursor"); c != "" {
-		if search.After, err = decodeCursor(c); err != nil {
+		search.After = &chstore.ScoreCursor{}
+		if err := httpx.DecodeCursor(c, search.After, func() bool { return search.After.ID != "" }); err != nil {
 			return nil, err
 		}
 	}
@@ -137,11 +137,11 @@ func (h handlers) listV3(r *http.Request) (any, error) {
 	}
 	out := ListV3{Data: make([]ScoreV3, 0, len(scores)), Meta: MetaV3{Limit: limit}}
 	for _, sc := range scores {
-		out.Data = append(out.Data, toScoreV3(sc, groups))
+		out.Data = append(out.Data, ToScoreV3(sc, groups))
 	}
 	if len(scores) == limit {
 		last := scores[len(scores)-1]
-		out.Meta.Cursor = encodeCursor(chstore.ScoreCursor{Timestamp: last.Timestamp, ID: last.ID})
+		out.Meta.Cursor = httpx.EncodeCursor(chstore.ScoreCursor{Timestamp: last.Timestamp, ID: last.ID})
 	}
 	return out, nil
 }
@@ -238,7 +238,9 @@ func v3Filters(q httpx.Query) (out []chstore.Filter, valueIn []float64, err erro
 	return out, valueIn, nil
 }
 
-func toScoreV3(sc chstore.Score, groups map[string]bool) ScoreV3 {
+// ToScoreV3 is sc as the v3 API writes it, with the field groups asked for
+// (details, subject, annotation).
+func ToScoreV3(sc chstore.Score, groups map[string]bool) ScoreV3 {
 	api := ToScore(sc)
 	out := ScoreV3{ID: sc.ID, ProjectID: sc.ProjectID, Name: sc.Name, Source: sc.Source, Timestamp: api.Timestamp,
 		Environment: sc.Environment, CreatedAt: api.CreatedAt, UpdatedAt: api.UpdatedAt, DataType: sc.DataType, groups: groups}
@@ -269,18 +271,4 @@ func toScoreV3(sc chstore.Score, groups map[string]bool) ScoreV3 {
 		}
 	}
 	return out
-}
-
-func encodeCursor(c chstore.ScoreCursor) string {
-	raw, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(raw)
-}
-
-func decodeCursor(s string) (*chstore.ScoreCursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	var c chstore.ScoreCursor
-	if err != nil || json.Unmarshal(raw, &c) != nil || c.ID == "" {
-		return nil, httpx.BadRequest("Invalid cursor: use meta.cursor of the previous page as it is")
-	}
-	return &c, nil
 }

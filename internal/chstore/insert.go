@@ -20,7 +20,7 @@ var ErrInvalid = errors.New("invalid record")
 // observationInsertColumns lists every stored column in Append order. 18.16
 // answers an INSERT without a column list with an empty header, so the list
 // is always explicit.
-var observationInsertColumns = []string{
+var observationInsertColumns = slices.Concat([]string{
 	"project_id", "trace_id", "id", "parent_id", "type", "name",
 	"start_time", "start_time_us", "end_time_us", "completion_start_time_us",
 	"level", "status_message", "input", "output", "metadata",
@@ -28,6 +28,12 @@ var observationInsertColumns = []string{
 	"prompt_name", "prompt_version", "environment", "release", "version",
 	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input", "trace_output", "is_root",
 	"service_name", "scope_name", "scope_version", "sample_rate", "event_ts",
+}, experimentInsertColumns)
+
+// experimentInsertColumns hold model.Experiment, in Append order.
+var experimentInsertColumns = []string{
+	"experiment_id", "experiment_name", "experiment_dataset_id", "experiment_item_id", "experiment_item_root_id",
+	"experiment_description", "experiment_metadata", "experiment_item_metadata", "experiment_item_expected_output",
 }
 
 // ValidateObservation reports why o cannot be stored, if it cannot.
@@ -62,6 +68,7 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 	storedAt := uint64(time.Now().UnixMicro())
 	err := s.insert(ctx, s.ddl.name(observationsTable), observationInsertColumns, len(obs), func(i int) []any {
 		o := &obs[i]
+		e := &o.Experiment
 		usageKeys, usageValues := sortedPairs(o.UsageDetails)
 		costKeys, costValues := sortedPairs(o.CostDetails)
 		tags := o.Tags
@@ -76,6 +83,7 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 			o.PromptName, o.PromptVersion, o.Environment, o.Release, o.Version,
 			o.TraceName, o.UserID, o.SessionID, tags, boolByte(o.Public), jsonObject(o.TraceMetadata), o.TraceInput, o.TraceOutput, boolByte(o.IsRoot),
 			o.ServiceName, o.ScopeName, o.ScopeVersion, o.SampleRate, storedAt,
+			e.ID, e.Name, e.DatasetID, e.ItemID, e.ItemRootID, e.Description, e.Metadata, e.ItemMetadata, e.ItemExpectedOutput,
 		}
 	})
 	if err != nil {

@@ -59,7 +59,8 @@ var traceDimExprs = []traceExpr{exprName, exprTags, exprUserID, exprSessionID, e
 // view reads: all but the large texts.
 const observationMetricColumns = "trace_id, id, parent_id, type, name, start_time, start_time_us, end_time_us, " +
 	"completion_start_time_us, level, status_message, model, usage_keys, usage_values, cost_keys, cost_values, total_cost, " +
-	"prompt_name, prompt_version, environment, release, version, is_root"
+	"prompt_name, prompt_version, environment, release, version, is_root, " +
+	"experiment_id, experiment_name, experiment_dataset_id, experiment_item_id, experiment_item_root_id"
 
 // traceMetricColumns are the observation columns the trace aggregates read.
 const traceMetricColumns = "trace_id, id, name, start_time, start_time_us, end_time_us, trace_name, is_root, user_id, " +

@@ -47,6 +47,17 @@ var migrations = []migration{
 		addColumn(deletedTracesTable, "purged", "UInt8"),
 		addColumn(deletedScoresTable, "purged", "UInt8"),
 	}},
+	{version: 5, steps: experimentColumns()},
+}
+
+// experimentColumns are the steps that add the experiment runner's fields
+// (model.Experiment) to observations stored before they existed.
+func experimentColumns() []step {
+	var steps []step
+	for _, c := range experimentInsertColumns {
+		steps = append(steps, addColumn(observationsTable, c, "String"))
+	}
+	return steps
 }
 
 // ClickHouse error codes that mean "someone else already did it".

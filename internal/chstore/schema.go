@@ -66,7 +66,16 @@ const observationColumns = `
 	scope_name String,
 	scope_version String,
 	sample_rate Float64,
-	event_ts UInt64`
+	event_ts UInt64,
+	experiment_id String,
+	experiment_name String,
+	experiment_dataset_id String,
+	experiment_item_id String,
+	experiment_item_root_id String,
+	experiment_description String,
+	experiment_metadata String,
+	experiment_item_metadata String,
+	experiment_item_expected_output String`
 
 var (
 	// observations: one immutable row per span. Sorted by day then trace, so a

@@ -145,6 +145,10 @@ type spanAttrs struct {
 	obsPromptName, obsPromptVersion, lfPromptName, lfPromptVersion        attr
 	environment, deployEnvName, deployEnv, release, version               attr
 
+	// Experiment runner (langfuse.experiment.*).
+	expID, expName, expDescription, expMetadata, expDatasetID attr
+	expItemID, expItemExpected, expItemMetadata, expItemRoot  attr
+
 	// Type, name and model.
 	oiKind, genaiOperation, genkitSubtype, genkitName, operationName, aiOperationID  attr
 	aiModelID, genaiRequestModel, genaiResponseModel, llmModelName, llmResponseModel attr
@@ -281,6 +285,24 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p = &a.lfPromptName
 	case "langfuse.prompt.version":
 		p = &a.lfPromptVersion
+	case "langfuse.experiment.id":
+		p, hidden = &a.expID, true
+	case "langfuse.experiment.name":
+		p, hidden = &a.expName, true
+	case "langfuse.experiment.description":
+		p, hidden = &a.expDescription, true
+	case "langfuse.experiment.metadata":
+		p, hidden = &a.expMetadata, true
+	case "langfuse.experiment.dataset.id":
+		p, hidden = &a.expDatasetID, true
+	case "langfuse.experiment.item.id":
+		p, hidden = &a.expItemID, true
+	case "langfuse.experiment.item.expected_output":
+		p, hidden = &a.expItemExpected, true
+	case "langfuse.experiment.item.metadata":
+		p, hidden = &a.expItemMetadata, true
+	case "langfuse.experiment.item.root_observation_id":
+		p, hidden = &a.expItemRoot, true
 	case "langfuse.environment":
 		p = &a.environment
 	case "deployment.environment.name":

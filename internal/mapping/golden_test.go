@@ -101,6 +101,12 @@ type goldenObservation struct {
 	ScopeName           string
 	ScopeVersion        string
 	SampleRate          float64
+	Experiment          goldenExperiment `json:",omitzero"`
+}
+
+type goldenExperiment struct {
+	ID, Name, DatasetID, ItemID, ItemRootID, Description string
+	Metadata, ItemMetadata, ItemExpectedOutput           jsonText
 }
 
 // jsonText marshals as embedded JSON when it holds a JSON object or array,
@@ -134,6 +140,12 @@ func marshalGolden(t testing.TB, obs []model.Observation) []byte {
 			TraceMetadata: jsonText(o.TraceMetadata), TraceInput: jsonText(o.TraceInput), TraceOutput: jsonText(o.TraceOutput),
 			IsRoot: o.IsRoot, ServiceName: o.ServiceName, ScopeName: o.ScopeName, ScopeVersion: o.ScopeVersion,
 			SampleRate: o.SampleRate,
+			Experiment: goldenExperiment{
+				ID: o.Experiment.ID, Name: o.Experiment.Name, DatasetID: o.Experiment.DatasetID,
+				ItemID: o.Experiment.ItemID, ItemRootID: o.Experiment.ItemRootID, Description: o.Experiment.Description,
+				Metadata: jsonText(o.Experiment.Metadata), ItemMetadata: jsonText(o.Experiment.ItemMetadata),
+				ItemExpectedOutput: jsonText(o.Experiment.ItemExpectedOutput),
+			},
 		}
 		// Every JSON text field must be valid JSON when it looks like JSON.
 		for _, s := range []string{o.Metadata, o.TraceMetadata, o.ModelParameters} {

@@ -322,6 +322,7 @@ func (m *mapper) mapSpan(o *model.Observation, span ptrace.Span) {
 
 	m.traceFields(o)
 	o.Metadata = m.metadata()
+	o.Experiment = m.experiment()
 
 	o.ServiceName = m.res.serviceName
 	o.ScopeName, o.ScopeVersion = m.scope.name, m.scope.version
@@ -515,6 +516,21 @@ func ceilMillis(f float64) int64 {
 		n++
 	}
 	return n
+}
+
+// experiment reads the experiment runner's attributes. A span without an
+// experiment id is not part of one, whatever else it carries.
+func (m *mapper) experiment() model.Experiment {
+	a := &m.a
+	if !a.expID.truthy() {
+		return model.Experiment{}
+	}
+	return model.Experiment{
+		ID: a.expID.text(), Name: a.expName.text(), DatasetID: a.expDatasetID.text(),
+		ItemID: a.expItemID.text(), ItemRootID: a.expItemRoot.text(),
+		Description: a.expDescription.text(), Metadata: a.expMetadata.text(),
+		ItemMetadata: a.expItemMetadata.text(), ItemExpectedOutput: a.expItemExpected.text(),
+	}
 }
 
 // traceFields fills the trace-level fields the span carries.

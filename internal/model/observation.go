@@ -103,4 +103,28 @@ type Observation struct {
 	// SampleRate is the fraction of traces kept upstream of storage (1 when unsampled),
 	// so that counts and costs can be extrapolated.
 	SampleRate float64
+
+	// Experiment is set on the spans an SDK's experiment runner produced.
+	Experiment Experiment
+}
+
+// Experiment ties a span to one item of an experiment run by an SDK's
+// experiment runner (the langfuse.experiment.* attributes). The runner
+// propagates the ids to every span of the item; the description and the
+// expected output are on the item's root span only. Zero when absent.
+type Experiment struct {
+	ID        string
+	Name      string
+	DatasetID string // "" when the experiment runs over local data
+	ItemID    string // the dataset item id, or a hash of the local item's input
+	// ItemRootID is the span id of the item's root span, the one the
+	// experiment-items API lists.
+	ItemRootID string
+
+	Description string
+	// Metadata, ItemMetadata and ItemExpectedOutput are JSON text as the
+	// SDK serialised them ("" when absent).
+	Metadata           string
+	ItemMetadata       string
+	ItemExpectedOutput string
 }

@@ -256,6 +256,42 @@ describe("Glassbox resources through the Langfuse SDK", { skip }, () => {
     assert.ok(Math.abs(runScores.data[0].value - 2 / 3) < 1e-9);
     assert.equal(runScores.data[0].comment, "3 items");
 
+    // The v4 reads: the runner's spans (langfuse.experiment.*) make the
+    // experiment, its id being the dataset run's, and one item per dataset item.
+    await processor.forceFlush();
+    const fromStartTime = new Date(Date.now() - 3600 * 1000).toISOString();
+    let experiment;
+    await waitFor(async () => {
+      const listed = await langfuse.api.experiments.list({ fromStartTime, name: runName, fields: "core,metadata,scores" });
+      experiment = listed.data[0];
+      return experiment?.itemCount === 3;
+    }, "the experiment's three items are stored");
+    assert.equal(experiment.id, result.datasetRunId);
+    assert.equal(experiment.datasetId, dataset.id);
+    assert.equal(experiment.description, "fake model on capitals");
+    assert.deepEqual(experiment.metadata, { model: "fake-model" });
+    assert.deepEqual(experiment.scores.map((s) => s.name), ["avg_exact_match"]);
+    const items = await langfuse.api.experiments.listItems({
+      fromStartTime, experimentId: experiment.id, fields: "core,dataset,io,scores", limit: 2,
+    });
+    assert.equal(items.data.length, 2);
+    assert.ok(items.meta.cursor, "a third item on the next page");
+    const rest = await langfuse.api.experiments.listItems({
+      fromStartTime, experimentId: experiment.id, fields: "core,dataset,io,scores", cursor: items.meta.cursor,
+    });
+    const allItems = [...items.data, ...rest.data];
+    assert.deepEqual(allItems.map((it) => it.experimentItemId).sort(), fetched.items.map((it) => it.id).sort());
+    for (const it of allItems) {
+      const itemResult = result.itemResults.find((r) => r.traceId === it.traceId);
+      assert.ok(itemResult, `item ${it.id} is one of the run's traces`);
+      assert.equal(it.environment, "sdk-experiment");
+      assert.equal(it.experimentDatasetId, dataset.id);
+      assert.equal(it.output, itemResult.output);
+      assert.equal(it.expectedOutput, itemResult.item.expectedOutput);
+      assert.deepEqual(it.input.question, itemResult.item.input.question);
+      assert.deepEqual(it.scores.map((s) => s.name).sort(), ["Levenshtein", "exact_match", "passed", "verdict"]);
+    }
+
     await langfuse.api.datasets.deleteRun(name, runName);
     await assert.rejects(langfuse.api.datasets.getRun(name, runName));
   });
