@@ -88,6 +88,14 @@ func keyOrOwn(t *testing.T, s server, rec *httptest.ResponseRecorder) {
 	noEvalObjectOfB(t, s, rec)
 }
 
+// connectionOfBRefused asserts that naming tenant b's LLM connection is a
+// 400: a provider is looked up in the key's project only.
+func connectionOfBRefused(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "is not an LLM connection of this project")
+	assert.NotContains(t, rec.Body.String(), evalSeed.connection)
+}
+
 func bPath(format func(o evalObjects) string) func(server) string {
 	return func(server) string { return format(evalSeed) }
 }
@@ -132,6 +140,34 @@ var evaluationAttacks = map[string]attack{
 		target: bPath(func(o evalObjects) string { return "/api/public/evals/rules/" + o.rule + "/backfill" }),
 		body:   func(server) any { return map[string]any{"from": "2024-01-01T00:00:00Z", "to": "2024-02-01T00:00:00Z"} },
 		check:  notFound},
+
+	"GET /api/public/unstable/evaluators": {auth: projectKey, target: fixed("/api/public/unstable/evaluators?limit=100"),
+		check: noEvalObjectOfB},
+	"POST /api/public/unstable/evaluators": {auth: projectKey, target: fixed("/api/public/unstable/evaluators"),
+		body: func(server) any {
+			return map[string]any{"name": "evaluator-of-a", "type": "llm_as_judge", "prompt": "{{output}}",
+				"modelConfig":      map[string]any{"provider": "judge-of-b", "model": "m"},
+				"outputDefinition": map[string]any{"dataType": "BOOLEAN"}}
+		}, check: connectionOfBRefused},
+	"GET /api/public/unstable/evaluators/{evaluatorId}": {auth: projectKey,
+		target: bPath(func(o evalObjects) string { return "/api/public/unstable/evaluators/" + o.evaluator }), check: notFound},
+	"DELETE /api/public/unstable/evaluators/{evaluatorId}": {auth: projectKey,
+		target: bPath(func(o evalObjects) string { return "/api/public/unstable/evaluators/" + o.evaluator }), check: notFound},
+
+	"GET /api/public/unstable/evaluation-rules": {auth: projectKey, target: fixed("/api/public/unstable/evaluation-rules?limit=100"),
+		check: noEvalObjectOfB},
+	"POST /api/public/unstable/evaluation-rules": {auth: projectKey, target: fixed("/api/public/unstable/evaluation-rules"),
+		body: func(server) any {
+			return map[string]any{"name": "r", "enabled": true,
+				"evaluatorAssignments": []map[string]any{{"evaluatorId": evalSeed.evaluator}}}
+		}, check: notFound},
+	"GET /api/public/unstable/evaluation-rules/{evaluationRuleId}": {auth: projectKey,
+		target: bPath(func(o evalObjects) string { return "/api/public/unstable/evaluation-rules/" + o.rule }), check: notFound},
+	"PATCH /api/public/unstable/evaluation-rules/{evaluationRuleId}": {auth: projectKey,
+		target: bPath(func(o evalObjects) string { return "/api/public/unstable/evaluation-rules/" + o.rule }),
+		body:   func(server) any { return map[string]any{"enabled": false} }, check: notFound},
+	"DELETE /api/public/unstable/evaluation-rules/{evaluationRuleId}": {auth: projectKey,
+		target: bPath(func(o evalObjects) string { return "/api/public/unstable/evaluation-rules/" + o.rule }), check: notFound},
 
 	"GET /api/public/evals/jobs": {auth: projectKey, target: fixed("/api/public/evals/jobs?limit=100"), check: noEvalObjectOfB},
 	"GET /api/public/evals/jobs/{jobId}": {auth: projectKey,
@@ -194,6 +230,8 @@ func TestEvaluationAttacksLeaveTenantBWhole(t *testing.T) {
 		"/api/public/llm-connections/" + o.connection,
 		"/api/public/evals/evaluators/" + o.evaluator,
 		"/api/public/evals/rules/" + o.rule,
+		"/api/public/unstable/evaluation-rules/" + o.rule,
+		"/api/public/unstable/evaluators/" + o.evaluator,
 		"/api/public/evals/jobs/" + o.job,
 		"/api/public/evals/experiments/" + o.experiment,
 		"/api/public/annotation-queues/" + o.queue,
@@ -203,6 +241,7 @@ func TestEvaluationAttacksLeaveTenantBWhole(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
 		assert.NotContains(t, rec.Body.String(), "hijacked")
 		assert.NotContains(t, rec.Body.String(), `"active":false`)
+		assert.NotContains(t, rec.Body.String(), `"enabled":false`)
 	}
 	rec := apitest.Do(t, s.h, http.MethodGet, "/api/public/annotation-queues/"+o.queue+"/items", s.b.ProjectAuth, nil)
 	assert.NotContains(t, rec.Body.String(), "planted")

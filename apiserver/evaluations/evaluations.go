@@ -1,7 +1,9 @@
 // Package evaluations serves what online evaluation is configured with and
 // what it did: LLM connections (at Langfuse's /llm-connections paths),
 // evaluators (LLM judge, CEL, webhook), evaluator rules with backfills, the
-// jobs of the evaluation queue, and prompt experiments over datasets.
+// jobs of the evaluation queue, and prompt experiments over datasets; and
+// Langfuse's unstable evaluator and evaluation-rule API over the same
+// evaluators and rules.
 package evaluations // import "github.com/glassbox-dev/glassbox/apiserver/evaluations"
 
 import (
@@ -19,6 +21,7 @@ import (
 type Store interface {
 	UpsertLLMConnection(ctx context.Context, box *controlplane.SecretBox, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
 	GetLLMConnection(ctx context.Context, projectID, id string) (controlplane.LLMConnection, error)
+	GetLLMConnectionByProvider(ctx context.Context, projectID, provider string) (controlplane.LLMConnection, error)
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
 	DeleteLLMConnection(ctx context.Context, projectID, id string) error
 
@@ -68,6 +71,7 @@ func Routes(store Store, box *controlplane.SecretBox, webhooks, llmHosts EgressP
 	routes = append(routes, h.evaluatorRoutes()...)
 	routes = append(routes, h.ruleRoutes()...)
 	routes = append(routes, h.jobRoutes()...)
+	routes = append(routes, h.unstableRoutes()...)
 	return append(routes, h.experimentRoutes()...)
 }
 

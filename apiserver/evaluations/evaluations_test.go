@@ -26,7 +26,12 @@ type fixture struct {
 
 func setup(t *testing.T, withKey bool) fixture {
 	t.Helper()
-	store := apitest.ControlPlane(t)
+	return setupWith(t, apitest.ControlPlane(t), withKey)
+}
+
+// setupWith serves the routes over store, with tenants a and b.
+func setupWith(t *testing.T, store *controlplane.Store, withKey bool) fixture {
+	t.Helper()
 	var box *controlplane.SecretBox
 	if withKey {
 		var err error

@@ -53,6 +53,10 @@ type Evaluator struct {
 	Prompt      string     `json:"prompt,omitempty"`
 	Model       string     `json:"model,omitempty"`
 	ModelParams httpx.JSON `json:"modelParams,omitempty"`
+	// Provider names the LLM connection an llm evaluator is meant for
+	// (Langfuse's modelConfig.provider); rules created through
+	// /api/public/unstable/evaluation-rules run with it.
+	Provider string `json:"provider,omitempty"`
 	// Expression is set for cel evaluators.
 	Expression string `json:"expression,omitempty"`
 	// URL is set for webhook evaluators.
@@ -78,6 +82,7 @@ type EvaluatorRequest struct {
 	Prompt      string      `json:"prompt,omitempty"`
 	Model       string      `json:"model,omitempty"`
 	ModelParams httpx.JSON  `json:"modelParams,omitempty"`
+	Provider    string      `json:"provider,omitempty"`
 	Expression  string      `json:"expression,omitempty"`
 	URL         string      `json:"url,omitempty"`
 	TimeoutMS   int64       `json:"timeoutMs,omitempty"`
@@ -94,6 +99,7 @@ type EvaluatorUpdate struct {
 	Prompt      *string      `json:"prompt,omitempty"`
 	Model       *string      `json:"model,omitempty"`
 	ModelParams httpx.JSON   `json:"modelParams,omitempty"`
+	Provider    *string      `json:"provider,omitempty"`
 	Expression  *string      `json:"expression,omitempty"`
 	URL         *string      `json:"url,omitempty"`
 	TimeoutMS   int64        `json:"timeoutMs,omitempty"`
@@ -141,7 +147,7 @@ func (h handlers) createEvaluator(r *http.Request) (any, error) {
 	n := controlplane.NewEvaluator{
 		Name: req.Name, Description: req.Description, Kind: req.Kind, ScoreName: req.ScoreName,
 		Output: fromOutput(req.Output), Variables: fromVariables(req.Variables), Prompt: req.Prompt, Model: req.Model,
-		ModelParams: json.RawMessage(req.ModelParams), Expression: req.Expression, URL: req.URL,
+		ModelParams: json.RawMessage(req.ModelParams), Provider: req.Provider, Expression: req.Expression, URL: req.URL,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
 	}
 	if err := checkExpression(controlplane.Evaluator{Kind: n.Kind, Expression: n.Expression, Variables: n.Variables}); err != nil {
@@ -197,7 +203,7 @@ func (h handlers) updateEvaluator(r *http.Request) (any, error) {
 	}
 	u := controlplane.EvaluatorUpdate{
 		Name: req.Name, Description: req.Description, ScoreName: req.ScoreName, Prompt: req.Prompt, Model: req.Model,
-		ModelParams: json.RawMessage(req.ModelParams), Expression: req.Expression, URL: req.URL,
+		ModelParams: json.RawMessage(req.ModelParams), Provider: req.Provider, Expression: req.Expression, URL: req.URL,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
 	}
 	if req.Output != nil {
@@ -273,7 +279,7 @@ func toEvaluator(e controlplane.Evaluator) Evaluator {
 		Output: ScoreOutput{DataType: e.Output.DataType, Min: e.Output.Min, Max: e.Output.Max, Categories: e.Output.Categories,
 			Description: e.Output.Description},
 		Variables: toVariables(e.Variables), Prompt: e.Prompt, Model: e.Model, ModelParams: httpx.JSON(e.ModelParams),
-		Expression: e.Expression, URL: e.URL, TimeoutMS: e.Timeout.Milliseconds(),
+		Provider: e.Provider, Expression: e.Expression, URL: e.URL, TimeoutMS: e.Timeout.Milliseconds(),
 		CreatedAt: httpx.FromTime(e.CreatedAt), UpdatedAt: httpx.FromTime(e.UpdatedAt),
 	}
 }

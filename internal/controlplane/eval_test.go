@@ -222,6 +222,45 @@ func TestEvaluators(t *testing.T) {
 	})
 }
 
+// An llm evaluator's provider names a connection of its own project; code
+// evaluators have none.
+func TestEvaluatorProvider(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		f := newEvalFixture(t, s)
+		judge := NewEvaluator{Name: "with provider", Kind: EvaluatorLLM, ScoreName: "s", Output: ScoreOutput{DataType: ScoreBoolean},
+			Prompt: "{{output}}", Provider: " judge "}
+		e, err := s.CreateEvaluator(ctx, f.project.ID, judge)
+		require.NoError(t, err)
+		assert.Equal(t, "judge", e.Provider)
+		got, err := s.GetEvaluator(ctx, f.project.ID, e.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "judge", got.Provider)
+		cn, err := s.GetLLMConnectionByProvider(ctx, f.project.ID, got.Provider)
+		require.NoError(t, err)
+		assert.Equal(t, f.connection.ID, cn.ID)
+		_, err = s.GetLLMConnectionByProvider(ctx, f.other.ID, "judge")
+		assert.ErrorIs(t, err, ErrNotFound, "another project's connection")
+
+		judge.Name, judge.Provider = "elsewhere", "judge-of-nobody"
+		_, err = s.CreateEvaluator(ctx, f.other.ID, NewEvaluator{Name: "x", Kind: EvaluatorLLM, ScoreName: "s",
+			Output: ScoreOutput{DataType: ScoreBoolean}, Prompt: "{{output}}", Provider: "judge"})
+		assert.ErrorIs(t, err, ErrInvalid, "the connection is the other project's")
+		_, err = s.CreateEvaluator(ctx, f.project.ID, judge)
+		assert.ErrorIs(t, err, ErrInvalid)
+		_, err = s.UpdateEvaluator(ctx, f.project.ID, e.ID, EvaluatorUpdate{Provider: ptr("judge-of-nobody")})
+		assert.ErrorIs(t, err, ErrInvalid)
+		cleared, err := s.UpdateEvaluator(ctx, f.project.ID, e.ID, EvaluatorUpdate{Provider: ptr("")})
+		require.NoError(t, err)
+		assert.Empty(t, cleared.Provider)
+
+		code, err := s.CreateEvaluator(ctx, f.project.ID, NewEvaluator{Name: "cel", Kind: EvaluatorCEL, ScoreName: "s",
+			Output: ScoreOutput{DataType: ScoreBoolean}, Expression: "true", Provider: "judge"})
+		require.NoError(t, err)
+		assert.Empty(t, code.Provider, "code evaluators call no model")
+	})
+}
+
 func TestResolveVariables(t *testing.T) {
 	vars, err := ResolveVariables([]string{"input", "ctx", "expected_output"},
 		[]VariableMapping{{Name: "ctx", Source: SourceTrace, Field: FieldMetadata, Key: "a"}},

@@ -78,6 +78,11 @@ type Evaluator struct {
 	// Model and ModelParams override the connection's defaults (llm).
 	Model       string
 	ModelParams json.RawMessage
+	// Provider names the LLM connection the evaluator is meant for (llm):
+	// Langfuse's modelConfig.provider. Rules still say which connection
+	// they run with; Langfuse's rule API, which has no connection, takes
+	// this one.
+	Provider string
 	// Expression is a CEL expression over the variables (cel).
 	Expression string
 	// URL receives the variables as JSON (webhook).
@@ -199,6 +204,7 @@ type NewEvaluator struct {
 	Prompt      string
 	Model       string
 	ModelParams json.RawMessage
+	Provider    string
 	Expression  string
 	URL         string
 	Timeout     time.Duration
@@ -214,6 +220,7 @@ type EvaluatorUpdate struct {
 	Prompt      *string
 	Model       *string
 	ModelParams json.RawMessage
+	Provider    *string
 	Expression  *string
 	URL         *string
 	Timeout     time.Duration // zero keeps it
@@ -227,6 +234,7 @@ type evaluatorDefinition struct {
 	Prompt      string            `json:"prompt,omitempty"`
 	Model       string            `json:"model,omitempty"`
 	ModelParams json.RawMessage   `json:"modelParams,omitempty"`
+	Provider    string            `json:"provider,omitempty"`
 	Expression  string            `json:"expression,omitempty"`
 	URL         string            `json:"url,omitempty"`
 	TimeoutMS   int64             `json:"timeoutMs,omitempty"`
@@ -239,7 +247,7 @@ const evaluatorColumns = `id, project_id, name, kind, score_name, definition, cr
 func CheckEvaluator(projectID string, n NewEvaluator) (Evaluator, error) {
 	e := Evaluator{ID: uuid.NewString(), ProjectID: projectID, Name: n.Name, Description: n.Description, Kind: n.Kind,
 		ScoreName: n.ScoreName, Output: n.Output, Variables: n.Variables, Prompt: n.Prompt, Model: n.Model,
-		ModelParams: n.ModelParams, Expression: n.Expression, URL: n.URL, Timeout: n.Timeout}
+		ModelParams: n.ModelParams, Provider: n.Provider, Expression: n.Expression, URL: n.URL, Timeout: n.Timeout}
 	if err := normalizeEvaluator(&e); err != nil {
 		return Evaluator{}, err
 	}
@@ -250,6 +258,9 @@ func CheckEvaluator(projectID string, n NewEvaluator) (Evaluator, error) {
 func (s *Store) CreateEvaluator(ctx context.Context, projectID string, n NewEvaluator) (Evaluator, error) {
 	e, err := CheckEvaluator(projectID, n)
 	if err != nil {
+		return Evaluator{}, err
+	}
+	if err := checkProvider(ctx, s.conn(), projectID, e.Provider); err != nil {
 		return Evaluator{}, err
 	}
 	now := s.micros()
@@ -263,7 +274,7 @@ func (s *Store) CreateEvaluator(ctx context.Context, projectID string, n NewEval
 func evaluatorDefinitionJSON(e Evaluator) string {
 	def, _ := json.Marshal(evaluatorDefinition{
 		Description: e.Description, Output: e.Output, Variables: e.Variables, Prompt: e.Prompt, Model: e.Model,
-		ModelParams: e.ModelParams, Expression: e.Expression, URL: e.URL, TimeoutMS: e.Timeout.Milliseconds(),
+		ModelParams: e.ModelParams, Provider: e.Provider, Expression: e.Expression, URL: e.URL, TimeoutMS: e.Timeout.Milliseconds(),
 	})
 	return string(def)
 }
@@ -275,6 +286,7 @@ func normalizeEvaluator(e *Evaluator) error {
 	if e.Name == "" || len(e.Name) > 255 {
 		errs = append(errs, errors.New("name must be 1-255 characters"))
 	}
+	e.Provider = strings.TrimSpace(e.Provider)
 	e.ScoreName = strings.TrimSpace(e.ScoreName)
 	if e.ScoreName == "" || len(e.ScoreName) > 255 {
 		errs = append(errs, errors.New("scoreName must be 1-255 characters"))
@@ -304,13 +316,13 @@ func normalizeEvaluator(e *Evaluator) error {
 		if strings.TrimSpace(e.Expression) == "" {
 			errs = append(errs, errors.New("expression is required for a cel evaluator"))
 		}
-		e.Prompt, e.Model, e.ModelParams, e.URL = "", "", nil, ""
+		e.Prompt, e.Model, e.ModelParams, e.Provider, e.URL = "", "", nil, "", ""
 		e.Timeout = cmpOr(e.Timeout, DefaultCELTimeout)
 	case EvaluatorWebhook:
 		if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("url %q must be an absolute http(s) URL", e.URL))
 		}
-		e.Prompt, e.Model, e.ModelParams, e.Expression = "", "", nil, ""
+		e.Prompt, e.Model, e.ModelParams, e.Provider, e.Expression = "", "", nil, "", ""
 		e.Timeout = cmpOr(e.Timeout, DefaultWebhookTimeout)
 	default:
 		errs = append(errs, fmt.Errorf("kind %q must be llm, cel or webhook", e.Kind))
@@ -325,6 +337,21 @@ func normalizeEvaluator(e *Evaluator) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// checkProvider refuses a provider that names none of the project's LLM
+// connections; a connection deleted later fails the rules that need it.
+func checkProvider(ctx context.Context, c conn, projectID, provider string) error {
+	if provider == "" {
+		return nil
+	}
+	if _, _, _, err := getLLMConnection(ctx, c, `project_id = ? AND provider = ?`, projectID, provider); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("%w: provider %q is not an LLM connection of this project", ErrInvalid, provider)
+		}
+		return err
 	}
 	return nil
 }
@@ -402,7 +429,7 @@ func scanEvaluator(r scanner) (Evaluator, error) {
 		return Evaluator{}, fmt.Errorf("definition of evaluator %q: %w", e.ID, err)
 	}
 	e.Description, e.Output, e.Variables = def.Description, def.Output, def.Variables
-	e.Prompt, e.Model, e.ModelParams = def.Prompt, def.Model, def.ModelParams
+	e.Prompt, e.Model, e.ModelParams, e.Provider = def.Prompt, def.Model, def.ModelParams, def.Provider
 	e.Expression, e.URL, e.Timeout = def.Expression, def.URL, time.Duration(def.TimeoutMS)*time.Millisecond
 	e.CreatedAt, e.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	return e, nil
@@ -429,6 +456,7 @@ func (s *Store) UpdateEvaluator(ctx context.Context, projectID, id string, u Eva
 		setIf(&e.Output, u.Output)
 		setIf(&e.Prompt, u.Prompt)
 		setIf(&e.Model, u.Model)
+		setIf(&e.Provider, u.Provider)
 		setIf(&e.Expression, u.Expression)
 		setIf(&e.URL, u.URL)
 		if u.Variables != nil {
@@ -442,6 +470,11 @@ func (s *Store) UpdateEvaluator(ctx context.Context, projectID, id string, u Eva
 		}
 		if err := normalizeEvaluator(&e); err != nil {
 			return err
+		}
+		if u.Provider != nil {
+			if err := checkProvider(ctx, c, projectID, e.Provider); err != nil {
+				return err
+			}
 		}
 		if _, err := c.exec(ctx, `UPDATE evaluators SET name = ?, score_name = ?, definition = ?, updated_at = ?
 			WHERE project_id = ? AND id = ?`, e.Name, e.ScoreName, evaluatorDefinitionJSON(e), s.micros(), projectID, id); err != nil {

@@ -293,6 +293,12 @@ func (s *Store) GetLLMConnection(ctx context.Context, projectID, id string) (LLM
 	return cn, err
 }
 
+// GetLLMConnectionByProvider returns the project's connection named provider.
+func (s *Store) GetLLMConnectionByProvider(ctx context.Context, projectID, provider string) (LLMConnection, error) {
+	cn, _, _, err := getLLMConnection(ctx, s.conn(), `project_id = ? AND provider = ?`, projectID, provider)
+	return cn, err
+}
+
 // LLMCredentials returns a connection with its secrets opened by box.
 func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, id string) (LLMCredentials, error) {
 	cn, sealedKey, sealedHeaders, err := getLLMConnection(ctx, s.conn(), `project_id = ? AND id = ?`, projectID, id)
