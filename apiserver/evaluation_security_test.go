@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,6 +219,14 @@ var evaluationAttacks = map[string]attack{
 }
 
 func init() {
+	// The SDKs call the unstable evaluator API under /v2: the same attacks there.
+	for name, a := range evaluationAttacks {
+		if strings.Contains(name, "/api/public/unstable/") {
+			target := a.target
+			a.target = func(s server) string { return strings.Replace(target(s), "/unstable/", "/v2/", 1) }
+			evaluationAttacks[strings.Replace(name, "/unstable/", "/v2/", 1)] = a
+		}
+	}
 	maps.Copy(attacks, evaluationAttacks)
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -233,10 +234,23 @@ var cursorParams = []httpx.Param{
 	{Name: "cursor", Type: httpx.TypeString, Description: "The meta.cursor of the previous page."},
 }
 
+// langfuseEvaluatorPrefixes are where Langfuse serves this API: under
+// /unstable in its spec, under /v2 in the SDKs' clients (@langfuse/core 5);
+// both answer alike. Each maps to the prefix of its operation ids.
+var langfuseEvaluatorPrefixes = map[string]string{"/api/public/unstable": "unstable", "/api/public/v2": "v2"}
+
 func (h handlers) unstableRoutes() []httpx.Route {
-	const evaluators, rules = "/api/public/unstable/evaluators", "/api/public/unstable/evaluation-rules"
+	var routes []httpx.Route
+	for _, prefix := range slices.Sorted(maps.Keys(langfuseEvaluatorPrefixes)) {
+		routes = append(routes, h.langfuseEvaluatorRoutes(prefix, langfuseEvaluatorPrefixes[prefix])...)
+	}
+	return routes
+}
+
+func (h handlers) langfuseEvaluatorRoutes(prefix, opPrefix string) []httpx.Route {
+	evaluators, rules := prefix+"/evaluators", prefix+"/evaluation-rules"
 	doc := func(id, summary string, body, response any, status int) httpx.Doc {
-		return httpx.Doc{OperationID: id, Tag: "Evaluations", Summary: summary, Body: body, Response: response, Status: status}
+		return httpx.Doc{OperationID: opPrefix + id, Tag: "Evaluations", Summary: summary, Body: body, Response: response, Status: status}
 	}
 	listDoc := func(d httpx.Doc) httpx.Doc {
 		d.Query = cursorParams
@@ -244,29 +258,29 @@ func (h handlers) unstableRoutes() []httpx.Route {
 	}
 	return []httpx.Route{
 		{Method: http.MethodGet, Path: evaluators, Access: httpx.ProjectKey, Handler: h.listLangfuseEvaluators,
-			Doc: listDoc(doc("unstableEvaluators_list", "The project's llm_as_judge evaluators in Langfuse's shape, by name.",
+			Doc: listDoc(doc("Evaluators_list", "The project's llm_as_judge evaluators in Langfuse's shape, by name.",
 				nil, CursorPage[LangfuseEvaluator]{}, 0))},
 		{Method: http.MethodPost, Path: evaluators, Access: httpx.ProjectKey, Handler: h.createLangfuseEvaluator,
-			Doc: doc("unstableEvaluators_create", "Create an llm_as_judge evaluator (an llm evaluator); code evaluators are refused.",
+			Doc: doc("Evaluators_create", "Create an llm_as_judge evaluator (an llm evaluator); code evaluators are refused.",
 				CreateLangfuseEvaluator{}, LangfuseEvaluator{}, http.StatusCreated)},
 		{Method: http.MethodGet, Path: evaluators + "/{evaluatorId}", Access: httpx.ProjectKey, Handler: h.getLangfuseEvaluator,
-			Doc: doc("unstableEvaluators_get", "One llm evaluator in Langfuse's shape.", nil, LangfuseEvaluator{}, 0)},
+			Doc: doc("Evaluators_get", "One llm evaluator in Langfuse's shape.", nil, LangfuseEvaluator{}, 0)},
 		{Method: http.MethodDelete, Path: evaluators + "/{evaluatorId}", Access: httpx.ProjectKey, Handler: h.deleteLangfuseEvaluator,
-			Doc: doc("unstableEvaluators_delete", "Delete an evaluator that no rule or experiment uses.", nil, DeletedObject{}, 0)},
+			Doc: doc("Evaluators_delete", "Delete an evaluator that no rule or experiment uses.", nil, DeletedObject{}, 0)},
 
 		{Method: http.MethodGet, Path: rules, Access: httpx.ProjectKey, Handler: h.listLangfuseRules,
-			Doc: listDoc(doc("unstableEvaluationRules_list", "The project's evaluator rules in Langfuse's shape, by name.",
+			Doc: listDoc(doc("EvaluationRules_list", "The project's evaluator rules in Langfuse's shape, by name.",
 				nil, CursorPage[EvaluationRule]{}, 0))},
 		{Method: http.MethodPost, Path: rules, Access: httpx.ProjectKey, Handler: h.createLangfuseRule,
-			Doc: doc("unstableEvaluationRules_create", "Create a rule with one evaluator; an llm evaluator runs with its modelConfig's connection.",
+			Doc: doc("EvaluationRules_create", "Create a rule with one evaluator; an llm evaluator runs with its modelConfig's connection.",
 				CreateEvaluationRule{}, EvaluationRule{}, http.StatusCreated)},
 		{Method: http.MethodGet, Path: rules + "/{evaluationRuleId}", Access: httpx.ProjectKey, Handler: h.getLangfuseRule,
-			Doc: doc("unstableEvaluationRules_get", "One rule in Langfuse's shape.", nil, EvaluationRule{}, 0)},
+			Doc: doc("EvaluationRules_get", "One rule in Langfuse's shape.", nil, EvaluationRule{}, 0)},
 		{Method: http.MethodPatch, Path: rules + "/{evaluationRuleId}", Access: httpx.ProjectKey, Handler: h.updateLangfuseRule,
-			Doc: doc("unstableEvaluationRules_update", "Change a rule's name, activation, sampling, filter or variable mapping.",
+			Doc: doc("EvaluationRules_update", "Change a rule's name, activation, sampling, filter or variable mapping.",
 				UpdateEvaluationRule{}, EvaluationRule{}, 0)},
 		{Method: http.MethodDelete, Path: rules + "/{evaluationRuleId}", Access: httpx.ProjectKey, Handler: h.deleteLangfuseRule,
-			Doc: doc("unstableEvaluationRules_delete", "Delete a rule and its jobs; the scores it wrote stay.", nil, DeletedObject{}, 0)},
+			Doc: doc("EvaluationRules_delete", "Delete a rule and its jobs; the scores it wrote stay.", nil, DeletedObject{}, 0)},
 	}
 }
 

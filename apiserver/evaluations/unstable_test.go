@@ -75,6 +75,8 @@ func TestUnstableEvaluatorsAndRules(t *testing.T) {
 		assert.Equal(t, ScoreOutput{DataType: "NUMERIC", Min: &zero, Max: &one, Description: "1 is helpful"}, own.Output)
 		assert.Equal(t, []Variable{{Name: "question", Field: "metadata", Key: "q.0.text"}}, own.Variables)
 		assert.Equal(t, created, decodeMap(t, f, http.MethodGet, unstableEvaluators+"/"+id, f.a.ProjectAuth, nil, http.StatusOK))
+		assert.Equal(t, created, decodeMap(t, f, http.MethodGet, "/api/public/v2/evaluators/"+id, f.a.ProjectAuth, nil, http.StatusOK),
+			"the SDKs' clients read the same API under /v2")
 
 		// A single user message is a prompt; categories hold one match.
 		polite := decodeMap(t, f, http.MethodPost, unstableEvaluators, f.a.ProjectAuth, map[string]any{
