@@ -101,6 +101,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		Logger:            logger,
 		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
 		MaxLargeBodyBytes: cfg.MaxLargeRequestBodyBytes,
+		AdminKey:          cfg.adminAPIKey(os.Getenv),
 	})
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
