@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/collector/config/configopaque"
 
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
@@ -52,6 +56,11 @@ type Config struct {
 	// UI configures the web UI served beside the API: sign-in, sign-up and
 	// single sign-on.
 	UI ui.Config `mapstructure:"ui"`
+
+	// AdminAPIKey turns on the instance admin API (/api/admin/...), which
+	// takes it as a bearer token; AdminAPIKeyEnv sets it when this is empty.
+	// Without either the admin routes answer 404.
+	AdminAPIKey configopaque.String `mapstructure:"admin_api_key"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -151,6 +160,23 @@ func NewDefaultConfig() Config {
 	}
 }
 
+// AdminAPIKeyEnv names the variable the admin API key may come from, as in
+// Langfuse.
+const AdminAPIKeyEnv = "ADMIN_API_KEY" //nolint:gosec // a variable name, not a secret
+
+// minAdminAPIKeyLen keeps the key that manages every organization from
+// being guessable.
+const minAdminAPIKeyLen = 16
+
+// adminAPIKey is the configured admin API key, else AdminAPIKeyEnv's; empty
+// turns the admin API off.
+func (cfg *Config) adminAPIKey(getenv func(string) string) string {
+	if k := strings.TrimSpace(string(cfg.AdminAPIKey)); k != "" {
+		return k
+	}
+	return strings.TrimSpace(getenv(AdminAPIKeyEnv))
+}
+
 // Validate reports every problem with the configuration.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -193,6 +219,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Media.MaxContentLength <= 0 {
 		errs = append(errs, errors.New("media.max_content_length must be positive"))
+	}
+	if k := cfg.adminAPIKey(os.Getenv); k != "" && len(k) < minAdminAPIKeyLen {
+		errs = append(errs, fmt.Errorf("admin_api_key (or %s) must have at least %d characters", AdminAPIKeyEnv, minAdminAPIKeyLen))
 	}
 	errs = append(errs, cfg.Evaluation.Validate())
 	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))

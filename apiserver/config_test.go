@@ -1,6 +1,9 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -67,4 +70,29 @@ func TestHTMLPathPrefix(t *testing.T) {
 		cfg := Config{PublicURL: url}
 		assert.Equal(t, want, cfg.htmlPathPrefix(), url)
 	}
+}
+
+func TestAdminAPIKeyConfig(t *testing.T) {
+	t.Setenv(AdminAPIKeyEnv, "")
+	cfg := NewDefaultConfig()
+	assert.Empty(t, cfg.adminAPIKey(os.Getenv), "off by default")
+
+	t.Setenv(AdminAPIKeyEnv, " from-the-environment-0123 ")
+	assert.Equal(t, "from-the-environment-0123", cfg.adminAPIKey(os.Getenv))
+	cfg.AdminAPIKey = "from-the-config-file-0123"
+	assert.Equal(t, "from-the-config-file-0123", cfg.adminAPIKey(os.Getenv), "the setting wins over the variable")
+	require.NoError(t, cfg.Validate())
+
+	// The key never appears when the configuration is printed.
+	text, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	assert.NotContains(t, string(text), "from-the-config-file")
+	assert.Contains(t, string(text), "[REDACTED]")
+	assert.NotContains(t, fmt.Sprintf("%+v %v", cfg, cfg), "from-the-config-file")
+
+	cfg.AdminAPIKey = "short"
+	assert.ErrorContains(t, cfg.Validate(), "admin_api_key (or ADMIN_API_KEY) must have at least 16 characters")
+	cfg.AdminAPIKey = ""
+	t.Setenv(AdminAPIKeyEnv, "short")
+	assert.ErrorContains(t, cfg.Validate(), "admin_api_key (or ADMIN_API_KEY)")
 }

@@ -108,6 +108,12 @@ var dataAttacks = map[string]attack{
 		body:  func(server) any { return map[string]any{"name": datasetOfB, "description": "hijacked"} },
 		check: createdInA},
 	"GET /api/public/v2/datasets": {auth: projectKey, target: fixed("/api/public/v2/datasets?limit=100"), check: noDataOfB},
+	"POST /api/public/datasets": {auth: projectKey, target: fixed("/api/public/datasets"),
+		body:  func(server) any { return map[string]any{"name": datasetOfB, "description": "hijacked"} },
+		check: createdInA},
+	"GET /api/public/datasets": {auth: projectKey, target: fixed("/api/public/datasets?limit=100"), check: noDataOfB},
+	"GET /api/public/datasets/{datasetName}": {auth: projectKey,
+		target: fixed("/api/public/datasets/" + datasetOfB), check: ownOrNotFound},
 	"GET /api/public/v2/datasets/{datasetName}": {auth: projectKey,
 		target: fixed("/api/public/v2/datasets/" + datasetOfB), check: ownOrNotFound},
 	"POST /api/public/dataset-items": {auth: projectKey, target: fixed("/api/public/dataset-items"),
@@ -141,6 +147,9 @@ var dataAttacks = map[string]attack{
 			return map[string]any{"id": scoreOfB, "name": "q", "value": 99, "traceId": sharedTrace}
 		}, check: noDataOfB},
 	"GET /api/public/v2/scores": {auth: projectKey, target: fixed("/api/public/v2/scores?limit=100"), check: noDataOfB},
+	"GET /api/public/scores":    {auth: projectKey, target: fixed("/api/public/scores?limit=100"), check: noDataOfB},
+	"GET /api/public/scores/{scoreId}": {auth: projectKey,
+		target: fixed("/api/public/scores/" + scoreOfB), check: ownOrNotFound},
 	"POST /api/public/comments": {auth: projectKey, target: fixed("/api/public/comments"),
 		body: func(s server) any {
 			return map[string]any{"objectType": "TRACE", "objectId": s.b.trace, "content": "on b's trace"}
@@ -230,6 +239,10 @@ func assertDataOfBWhole(t *testing.T, s server) {
 		return rec.Body.String()
 	}
 	assert.Contains(t, get("/api/public/v2/datasets/"+datasetOfB), `"description":"`+secretOfB+`"`)
+	v1 := get("/api/public/datasets/" + datasetOfB)
+	assert.Contains(t, v1, `"description":"`+secretOfB+`"`)
+	assert.Contains(t, v1, `"runs":["`+runOfB+`"]`)
+	assert.Contains(t, v1, `"id":"`+itemOfB+`"`)
 	item := get("/api/public/dataset-items/" + itemOfB)
 	assert.Contains(t, item, `"status":"ACTIVE"`)
 	assert.Contains(t, item, `"datasetId":"`+o.dataset+`"`)

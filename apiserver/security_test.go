@@ -81,7 +81,7 @@ func newServer(t *testing.T) server {
 	dataSeed = seedData(t, cp, s.b, cfg.Media.Dir, evalSeed.scoreConfig)
 	seedDashboards(t, cp, s.b.ProjectID)
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
-	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp})
+	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp, AdminKey: testAdminKey})
 	require.NoError(t, err)
 	return s
 }
@@ -141,6 +141,7 @@ var attacks = map[string]attack{
 		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/settings" },
 		body:   func(server) any { return map[string]any{"sampling": map[string]any{"rate": 0}} }, check: notFound},
 	"GET /api/public/health":       {auth: projectKey, target: fixed("/api/public/health"), check: onlyOwn},
+	"GET /api/public/ready":        {auth: projectKey, target: fixed("/api/public/ready"), check: onlyOwn},
 	"GET /api/public/openapi.json": {auth: projectKey, target: fixed("/api/public/openapi.json"), check: onlyOwn},
 	"GET /api/public/projects":     {auth: projectKey, target: fixed("/api/public/projects"), check: onlyOwn},
 	"POST /api/public/projects": {auth: orgKey, target: fixed("/api/public/projects"),
@@ -206,6 +207,18 @@ var attacks = map[string]attack{
 	"GET /api/public/v2/prompts": {auth: projectKey, target: fixed("/api/public/v2/prompts?limit=100"), check: onlyOwn},
 	"GET /api/public/v2/prompts/{promptName}": {auth: projectKey,
 		target: fixed("/api/public/v2/prompts/prompt-b"), check: notFound},
+	"POST /api/public/prompts": {auth: projectKey, target: fixed("/api/public/prompts"),
+		body: func(server) any {
+			// A name of its own: the v2 DELETE and PATCH attacks on prompt-b
+			// expect a 404 in a's project.
+			return map[string]any{"name": "prompt-a-v1", "type": "text", "prompt": "mine", "isActive": true}
+		},
+		check: func(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+			assert.Contains(t, rec.Body.String(), `"projectId":"`+s.a.ProjectID+`"`, "created in the key's own project")
+			assert.NotContains(t, rec.Body.String(), "secret-of-b")
+		}},
+	"GET /api/public/prompts": {auth: projectKey, target: fixed("/api/public/prompts?name=prompt-b"), check: notFound},
 	"DELETE /api/public/v2/prompts/{promptName}": {auth: projectKey,
 		target: fixed("/api/public/v2/prompts/prompt-b"), check: notFound},
 	"PATCH /api/public/v2/prompts/{promptName}/versions/{version}": {auth: projectKey,
@@ -249,6 +262,7 @@ func TestSecurityMatrix(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), "shared in "+s.b.ProjectID)
 	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/v2/prompts/prompt-b", s.b.ProjectAuth, nil)
 	assert.NotContains(t, rec.Body.String(), "hijacked")
+	assert.Contains(t, rec.Body.String(), "secret-of-b")
 	rec = apitest.Do(t, s.h, http.MethodGet, "/api/public/projects/"+s.b.ProjectID+"/apiKeys", s.b.OrgAuth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), s.b.ProjectKeyID)

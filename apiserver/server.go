@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/admin"
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
 	"github.com/glassbox-dev/glassbox/apiserver/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
@@ -102,6 +103,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		Logger:            logger,
 		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
 		MaxLargeBodyBytes: cfg.MaxLargeRequestBodyBytes,
+		AdminKey:          cfg.adminAPIKey(os.Getenv),
 	})
 	if err != nil {
 		return nil, errors.Join(err, ch.Close(), cp.Close())
@@ -141,6 +143,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 		{Name: "Control plane store", Pinger: cp},
 	}, logger)...)
 	routes = append(routes, projects.Routes(cp)...)
+	routes = append(routes, admin.Routes(cp)...)
 	routes = append(routes, memberships.Routes(cp)...)
 	routes = append(routes, traces.Routes(ch, cp, cfg.htmlPathPrefix())...)
 	routes = append(routes, observations.Routes(ch, cp)...)

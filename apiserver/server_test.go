@@ -84,6 +84,13 @@ func TestErrorStatuses(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, rec.Code, name)
 			assert.Regexp(t, `Confirm that you've configured the correct host\.$`, apitest.Decode[map[string]string](t, rec)["message"], name)
 		}
+		if rt.Access == httpx.AdminKey {
+			// No API key stands in for the admin key.
+			for _, auth := range []string{s.a.OrgAuth, s.a.ProjectAuth} {
+				assert.Equal(t, http.StatusUnauthorized, apitest.Do(t, s.h, rt.Method, target, auth, nil).Code, name)
+			}
+			continue
+		}
 		wrongKey := s.a.OrgAuth
 		if rt.Access == httpx.OrganizationKey {
 			wrongKey = s.a.ProjectAuth
@@ -155,10 +162,15 @@ func TestNew(t *testing.T) {
 	t.Setenv(controlplane.EnvInitPublicKey, "pk-lf-init")
 	t.Setenv(controlplane.EnvInitSecretKey, "sk-lf-0123456789abcdef-0123456789abcdef0")
 
+	t.Setenv(AdminAPIKeyEnv, "admin-key-from-the-environment")
+
 	srv, err := New(ctx, cfg, zap.NewNop())
 	require.NoError(t, err)
+	rec := apitest.Do(t, srv.Handler(), http.MethodGet, "/api/admin/organizations", "Bearer admin-key-from-the-environment", nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), `"id":"org"`, "ADMIN_API_KEY turns the admin API on")
 	auth := apitest.Basic("pk-lf-init", "sk-lf-0123456789abcdef-0123456789abcdef0")
-	rec := apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/projects", auth, nil)
+	rec = apitest.Do(t, srv.Handler(), http.MethodGet, "/api/public/projects", auth, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), `"id":"proj"`)
 	p, err := srv.Verify(ctx, "pk-lf-init", "sk-lf-0123456789abcdef-0123456789abcdef0")
@@ -170,10 +182,14 @@ func TestNew(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	require.NoError(t, srv.Close())
 
-	// A restart with the same environment changes nothing.
+	// A restart with the same environment changes nothing; without the
+	// admin key the admin API is gone.
+	t.Setenv(AdminAPIKeyEnv, "")
 	again, err := New(ctx, cfg, zap.NewNop())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, apitest.Do(t, again.Handler(), http.MethodGet, "/api/public/projects", auth, nil).Code)
+	rec = apitest.Do(t, again.Handler(), http.MethodGet, "/api/admin/organizations", "Bearer admin-key-from-the-environment", nil)
+	assert.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
 	require.NoError(t, again.Close())
 }
 

@@ -130,6 +130,14 @@ type RunItemRequest struct {
 	ObservationID string `json:"observationId,omitempty"`
 }
 
+// DatasetV1 is a dataset as the v1 routes answer it: with its active items
+// and the names of its runs.
+type DatasetV1 struct {
+	Dataset
+	Items []Item   `json:"items"`
+	Runs  []string `json:"runs"`
+}
+
 // Message answers deletions.
 type Message struct {
 	Message string `json:"message"`
@@ -158,6 +166,22 @@ func Routes(store Store, observations Observations) []httpx.Route {
 			Method: http.MethodGet, Path: "/api/public/v2/datasets/{datasetName}", Access: httpx.ProjectKey, Handler: h.getDataset,
 			Doc: httpx.Doc{OperationID: "datasets_get", Tag: "Datasets", Response: Dataset{},
 				Summary: "One dataset by name ('/' in folder names encoded as %2F)."},
+		},
+		// The v1 dataset routes: the list is v2's, the others add items and runs.
+		{
+			Method: http.MethodPost, Path: "/api/public/datasets", Access: httpx.ProjectKey, Handler: h.upsertDatasetV1,
+			Doc: httpx.Doc{OperationID: "datasets_createV1", Tag: "Datasets", Body: DatasetRequest{}, Response: DatasetV1{},
+				Summary: "Create a dataset, or update the one with the same name (v1: answered with empty items and runs)."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/datasets", Access: httpx.ProjectKey, Handler: h.listDatasets,
+			Doc: httpx.Doc{OperationID: "datasets_listV1", Tag: "Datasets", Response: httpx.List[Dataset]{}, Query: httpx.PageParams,
+				Summary: "The project's datasets, newest first (v1 path of GET /api/public/v2/datasets)."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/datasets/{datasetName}", Access: httpx.ProjectKey, Handler: h.getDatasetV1,
+			Doc: httpx.Doc{OperationID: "datasets_getV1", Tag: "Datasets", Response: DatasetV1{},
+				Summary: "One dataset by name with its active items and the names of its runs (v1)."},
 		},
 		{
 			Method: http.MethodPost, Path: "/api/public/dataset-items", Access: httpx.ProjectKey, Handler: h.upsertItem, LargeBody: true,
@@ -217,18 +241,36 @@ func Routes(store Store, observations Observations) []httpx.Route {
 }
 
 func (h handlers) upsertDataset(r *http.Request) (any, error) {
+	d, err := h.upsert(r)
+	if err != nil {
+		return nil, err
+	}
+	return toDataset(d), nil
+}
+
+// upsertDatasetV1 answers as Langfuse's v1 route does: with no items or
+// runs, whether the dataset is new or not.
+func (h handlers) upsertDatasetV1(r *http.Request) (any, error) {
+	d, err := h.upsert(r)
+	if err != nil {
+		return nil, err
+	}
+	return DatasetV1{Dataset: toDataset(d), Items: []Item{}, Runs: []string{}}, nil
+}
+
+func (h handlers) upsert(r *http.Request) (controlplane.Dataset, error) {
 	var req DatasetRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
-		return nil, err
+		return controlplane.Dataset{}, err
 	}
 	d, err := h.store.UpsertDataset(r.Context(), httpx.ProjectID(r), controlplane.DatasetUpsert{
 		Name: req.Name, Description: req.Description, Metadata: json.RawMessage(req.Metadata),
 		InputSchema: json.RawMessage(req.InputSchema), ExpectedOutputSchema: json.RawMessage(req.ExpectedOutputSchema),
 	})
 	if err != nil {
-		return nil, storeError(err)
+		return controlplane.Dataset{}, storeError(err)
 	}
-	return toDataset(d), nil
+	return d, nil
 }
 
 func (h handlers) listDatasets(r *http.Request) (any, error) {
@@ -236,12 +278,59 @@ func (h handlers) listDatasets(r *http.Request) (any, error) {
 }
 
 func (h handlers) getDataset(r *http.Request) (any, error) {
-	name := r.PathValue("datasetName")
-	d, err := h.store.GetDataset(r.Context(), httpx.ProjectID(r), name)
+	d, err := h.dataset(r)
+	if err != nil {
+		return nil, err
+	}
+	return toDataset(d), nil
+}
+
+// maxV1Embedded bounds the items, and the runs, that GET of a v1 dataset
+// embeds; a larger dataset is refused with the paged routes named rather
+// than cut short. A variable for the tests.
+var maxV1Embedded = 10000
+
+func (h handlers) getDatasetV1(r *http.Request) (any, error) {
+	d, err := h.dataset(r)
+	if err != nil {
+		return nil, err
+	}
+	project := httpx.ProjectID(r)
+	items, total, err := h.store.ListDatasetItems(r.Context(), project, controlplane.DatasetItemFilter{
+		DatasetName: d.Name, Limit: maxV1Embedded,
+	})
 	if err != nil {
 		return nil, notFound(err, "Dataset not found")
 	}
-	return toDataset(d), nil
+	if total > len(items) {
+		return nil, httpx.BadRequest("Dataset %s has %d active items, more than the %d this route returns; "+
+			"page through GET /api/public/dataset-items?datasetName=... instead", d.Name, total, maxV1Embedded)
+	}
+	runs, total, err := h.store.ListDatasetRuns(r.Context(), project, d.Name, 0, maxV1Embedded)
+	if err != nil {
+		return nil, notFound(err, "Dataset not found")
+	}
+	if total > len(runs) {
+		return nil, httpx.BadRequest("Dataset %s has %d runs, more than the %d this route returns; "+
+			"page through GET /api/public/datasets/{datasetName}/runs instead", d.Name, total, maxV1Embedded)
+	}
+	out := DatasetV1{Dataset: toDataset(d), Items: make([]Item, 0, len(items)), Runs: make([]string, 0, len(runs))}
+	for _, it := range items {
+		out.Items = append(out.Items, toItem(it))
+	}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, run.Name)
+	}
+	return out, nil
+}
+
+// dataset is the dataset the path names, in the key's project.
+func (h handlers) dataset(r *http.Request) (controlplane.Dataset, error) {
+	d, err := h.store.GetDataset(r.Context(), httpx.ProjectID(r), r.PathValue("datasetName"))
+	if err != nil {
+		return controlplane.Dataset{}, notFound(err, "Dataset not found")
+	}
+	return d, nil
 }
 
 func (h handlers) upsertItem(r *http.Request) (any, error) {

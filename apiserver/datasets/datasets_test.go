@@ -323,3 +323,62 @@ func TestConcurrentFirstUse(t *testing.T) {
 		assert.Len(t, run.DatasetRunItems, n)
 	})
 }
+
+// The v1 dataset routes: the list is v2's; create and get carry items and
+// run names; every one stays within the key's project.
+func TestDatasetsV1(t *testing.T) {
+	h, a, b := setup(t)
+	rec := apitest.Do(t, h, http.MethodPost, "/api/public/datasets", a.ProjectAuth, map[string]any{"name": "v1/qa", "description": "QA"})
+	status(t, rec, http.StatusOK)
+	created := apitest.Decode[DatasetV1](t, rec)
+	assert.Equal(t, "v1/qa", created.Name)
+	assert.Equal(t, "project-a", created.ProjectID)
+	for _, field := range []string{`"id":`, `"name":`, `"description":"QA"`, `"metadata":`, `"projectId":`, `"createdAt":`, `"updatedAt":`,
+		`"items":[]`, `"runs":[]`} {
+		assert.Contains(t, rec.Body.String(), field)
+	}
+	post[DatasetV1](t, h, "/api/public/datasets", b.ProjectAuth, map[string]any{"name": "v1/qa", "description": "of b"})
+	status(t, apitest.Do(t, h, http.MethodPost, "/api/public/datasets", a.ProjectAuth, map[string]any{"description": "no name"}),
+		http.StatusBadRequest)
+
+	item := post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "v1/qa", "input": "q1"})
+	archived := post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth,
+		map[string]any{"datasetName": "v1/qa", "input": "q2", "status": "ARCHIVED"})
+	post[Item](t, h, "/api/public/dataset-items", b.ProjectAuth, map[string]any{"datasetName": "v1/qa", "input": "of b"})
+	post[RunItem](t, h, "/api/public/dataset-run-items", a.ProjectAuth,
+		map[string]any{"runName": "run-1", "datasetItemId": item.ID, "traceId": "t1"})
+
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/datasets/v1%2Fqa", a.ProjectAuth, nil)
+	status(t, rec, http.StatusOK)
+	got := apitest.Decode[DatasetV1](t, rec)
+	assert.Equal(t, created.ID, got.ID)
+	require.Len(t, got.Items, 1, "active items only")
+	assert.Equal(t, item.ID, got.Items[0].ID)
+	assert.NotEqual(t, archived.ID, got.Items[0].ID)
+	assert.Equal(t, []string{"run-1"}, got.Runs)
+	assert.NotContains(t, rec.Body.String(), "of b")
+	v2 := get[Dataset](t, h, "/api/public/v2/datasets/v1%2Fqa", a.ProjectAuth)
+	assert.Equal(t, v2, got.Dataset, "the dataset part is v2's")
+
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/datasets?limit=10", a.ProjectAuth, nil)
+	status(t, rec, http.StatusOK)
+	v2list := apitest.Do(t, h, http.MethodGet, "/api/public/v2/datasets?limit=10", a.ProjectAuth, nil)
+	assert.JSONEq(t, v2list.Body.String(), rec.Body.String())
+	list := apitest.Decode[httpx.List[Dataset]](t, rec)
+	require.Len(t, list.Data, 1)
+	assert.Equal(t, created.ID, list.Data[0].ID)
+	assert.Equal(t, int64(1), list.Meta.TotalItems)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/datasets?page=0", a.ProjectAuth, nil), http.StatusBadRequest)
+
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/datasets/missing", a.ProjectAuth, nil), http.StatusNotFound)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/datasets/v1%2Fqa", a.OrgAuth, nil), http.StatusForbidden)
+
+	// A dataset beyond what the route embeds is refused, not cut short.
+	defer func(n int) { maxV1Embedded = n }(maxV1Embedded)
+	maxV1Embedded = 1
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "v1/qa", "input": "q3"})
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/datasets/v1%2Fqa", a.ProjectAuth, nil)
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "2 active items")
+	assert.Contains(t, rec.Body.String(), "/api/public/dataset-items")
+}

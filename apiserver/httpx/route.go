@@ -24,6 +24,10 @@ const (
 	// must refuse anything but writing scores when ScoresOnly says so. Every
 	// other route answers a public key alone with 403.
 	ProjectOrScoresKey
+	// AdminKey routes manage the instance's organizations. They take the
+	// operator's admin API key (Options.AdminKey) as a bearer token and no
+	// API key; without an admin key configured they are not served (404).
+	AdminKey
 )
 
 // ScopeScores is the scope of a request authenticated by a public key

@@ -43,6 +43,9 @@ type Options struct {
 	// MaxLargeBodyBytes bounds the bodies of LargeBody routes; they never
 	// get less than MaxBodyBytes.
 	MaxLargeBodyBytes int64
+	// AdminKey is the bearer token of the AdminKey routes; empty leaves
+	// them unserved.
+	AdminKey string
 }
 
 type router struct {
@@ -50,6 +53,9 @@ type router struct {
 	logger       *zap.Logger
 	maxBody      int64
 	maxLargeBody int64
+	// adminKeyHash is the hash of Options.AdminKey, compared in constant
+	// time; empty when there is none.
+	adminKeyHash string
 }
 
 // pathRoutes serves every method registered on one path, so that a wrong
@@ -75,12 +81,19 @@ func NewRouter(routes []Route, opts Options) (h http.Handler, err error) {
 	}
 	rt := &router{verifier: opts.Verifier, logger: opts.Logger, maxBody: opts.MaxBodyBytes,
 		maxLargeBody: max(opts.MaxLargeBodyBytes, opts.MaxBodyBytes)}
+	if opts.AdminKey != "" {
+		rt.adminKeyHash = apikey.HashSecret(opts.AdminKey)
+	}
 	byPath := map[string]*pathRoutes{}
 	var paths []string
 	for i := range routes {
 		route := &routes[i]
 		if err := rt.check(route); err != nil {
 			return nil, err
+		}
+		if route.Access == AdminKey && rt.adminKeyHash == "" {
+			// The admin API is off: its paths are unknown, whatever the method.
+			continue
 		}
 		pr, ok := byPath[route.Path]
 		if !ok {
@@ -132,7 +145,7 @@ func (rt *router) check(route *Route) error {
 	case route.Method == "" || route.Method == http.MethodOptions || route.Method == http.MethodHead ||
 		strings.ToUpper(route.Method) != route.Method:
 		return fmt.Errorf("route %s %s: method must be an upper-case HTTP method other than OPTIONS and HEAD", route.Method, route.Path)
-	case route.Access != Public && rt.verifier == nil:
+	case route.Access != Public && route.Access != AdminKey && rt.verifier == nil:
 		return fmt.Errorf("route %s %s requires a key but no verifier is configured", route.Method, route.Path)
 	}
 	return nil
@@ -212,6 +225,9 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 
 func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal, *Error) {
 	header := r.Header.Get("Authorization")
+	if access == AdminKey {
+		return apikey.Principal{}, rt.authenticateAdmin(header)
+	}
 	if scheme, token, ok := strings.Cut(header, " "); ok && strings.EqualFold(scheme, "Bearer") {
 		return rt.authenticatePublicKey(r, access, strings.TrimSpace(token))
 	}
@@ -240,6 +256,22 @@ func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal
 		}
 	}
 	return p, nil
+}
+
+// authenticateAdmin checks `Bearer <admin API key>`. The token is compared
+// by hash in constant time; no API key, of any scope, is accepted instead.
+func (rt *router) authenticateAdmin(header string) *Error {
+	if header == "" {
+		return unauthorized("No authorization header")
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return unauthorized("Invalid authorization header, expected Bearer <admin API key>")
+	}
+	if !apikey.SecretMatches(strings.TrimSpace(token), rt.adminKeyHash) {
+		return unauthorized("Invalid admin API key")
+	}
+	return nil
 }
 
 // authenticatePublicKey serves `Bearer <publicKey>`: the key is checked like

@@ -388,3 +388,81 @@ func TestNewRouterRejectsBadTables(t *testing.T) {
 		})
 	}
 }
+
+func adminRoutes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/api/admin/things", Access: AdminKey, Handler: func(r *http.Request) (any, error) {
+			return map[string]any{"principal": Principal(r.Context()).Scope}, nil
+		}},
+		{Method: http.MethodDelete, Path: "/api/admin/things/{id}", Access: AdminKey, Handler: func(*http.Request) (any, error) {
+			return map[string]bool{"success": true}, nil
+		}},
+	}
+}
+
+// Without an admin key the admin routes do not exist, whatever the method
+// and credentials; the other routes are served as before.
+func TestAdminKeyOffMeansNotFound(t *testing.T) {
+	h, err := NewRouter(append(adminRoutes(), testRoutes()...), Options{Verifier: fakeVerifier{}})
+	require.NoError(t, err)
+	for _, req := range []struct{ method, path, auth string }{
+		{http.MethodGet, "/api/admin/things", ""},
+		{http.MethodGet, "/api/admin/things", "Bearer "},
+		{http.MethodGet, "/api/admin/things", "Bearer anything"},
+		{http.MethodGet, "/api/admin/things", basic("pk-org", "sk-org")},
+		{http.MethodPost, "/api/admin/things", "Bearer anything"},
+		{http.MethodDelete, "/api/admin/things/1", "Bearer anything"},
+	} {
+		code, body, _ := do(t, h, req.method, req.path, req.auth, "")
+		assert.Equal(t, http.StatusNotFound, code, "%+v: %v", req, body)
+		assert.Equal(t, "Route not found", body["message"])
+	}
+	code, body, _ := do(t, h, http.MethodGet, "/api/public/org", basic("pk-org", "sk-org"), "")
+	assert.Equal(t, http.StatusOK, code, body)
+}
+
+func TestAdminKey(t *testing.T) {
+	const key = "admin-key-0123456789abcdef"
+	_, err := NewRouter(adminRoutes(), Options{AdminKey: key})
+	require.NoError(t, err, "admin routes need no API key verifier")
+	h, err := NewRouter(append(adminRoutes(), testRoutes()...), Options{Verifier: fakeVerifier{}, AdminKey: key})
+	require.NoError(t, err)
+	tests := []struct {
+		name, auth string
+		status     int
+		message    string
+	}{
+		{"the key", "Bearer " + key, http.StatusOK, ""},
+		{"scheme in any case", "bearer " + key, http.StatusOK, ""},
+		{"no header", "", http.StatusUnauthorized, "No authorization header"},
+		{"empty bearer", "Bearer ", http.StatusUnauthorized, "Invalid admin API key"},
+		{"wrong key", "Bearer admin-key-0123456789abcdeX", http.StatusUnauthorized, "Invalid admin API key"},
+		{"prefix of the key", "Bearer " + key[:len(key)-1], http.StatusUnauthorized, "Invalid admin API key"},
+		{"key with more", "Bearer " + key + "0", http.StatusUnauthorized, "Invalid admin API key"},
+		{"key as basic password", basic("admin", key), http.StatusUnauthorized, "expected Bearer <admin API key>"},
+		{"organization key", basic("pk-org", "sk-org"), http.StatusUnauthorized, "expected Bearer <admin API key>"},
+		{"project key", basic("pk-project", "sk-project"), http.StatusUnauthorized, "expected Bearer <admin API key>"},
+		{"public key alone", "Bearer pk-project", http.StatusUnauthorized, "Invalid admin API key"},
+		{"hash of the key", "Bearer " + apikey.HashSecret(key), http.StatusUnauthorized, "Invalid admin API key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, _ := do(t, h, http.MethodGet, "/api/admin/things", tt.auth, "")
+			assert.Equal(t, tt.status, code, body)
+			if tt.message != "" {
+				assert.Contains(t, body["message"], tt.message)
+			} else {
+				assert.Equal(t, map[string]any{"principal": ""}, body, "no API key principal")
+			}
+		})
+	}
+	code, body, _ := do(t, h, http.MethodDelete, "/api/admin/things/1", "Bearer "+key, "")
+	assert.Equal(t, http.StatusOK, code, body)
+	code, _, _ = do(t, h, http.MethodPut, "/api/admin/things", "Bearer "+key, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, code, "the admin paths exist when the key is set")
+	// The admin key opens nothing else.
+	for _, path := range []string{"/api/public/org", "/api/public/things/1"} {
+		code, body, _ = do(t, h, http.MethodGet, path, "Bearer "+key, "")
+		assert.Equal(t, http.StatusUnauthorized, code, "%s: %v", path, body)
+	}
+}

@@ -50,6 +50,8 @@ func Document(routes []httpx.Route, version string) map[string]any {
 				"BasicAuth": map[string]any{"type": "http", "scheme": "basic"},
 				"BearerAuth": map[string]any{"type": "http", "scheme": "bearer",
 					"description": "A project's public key alone; grants only the scores scope."},
+				"AdminBearerAuth": map[string]any{"type": "http", "scheme": "bearer",
+					"description": "The instance's admin API key (admin_api_key); the admin routes answer 404 without one configured."},
 			},
 			"schemas": g.schemas,
 		},
@@ -129,10 +131,16 @@ func (g *generator) operation(rt httpx.Route) map[string]any {
 		op["security"] = []any{}
 	case httpx.ProjectOrScoresKey:
 		op["security"] = []any{map[string]any{"BasicAuth": []string{}}, map[string]any{"BearerAuth": []string{}}}
+	case httpx.AdminKey:
+		op["security"] = []any{map[string]any{"AdminBearerAuth": []string{}}}
 	default:
 		op["security"] = []any{map[string]any{"BasicAuth": []string{}}}
 	}
-	if rt.Access != httpx.Public {
+	switch rt.Access {
+	case httpx.Public:
+	case httpx.AdminKey:
+		errorCodes = append(errorCodes, http.StatusUnauthorized)
+	default:
 		errorCodes = append(errorCodes, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
 	}
 	for _, code := range errorCodes {

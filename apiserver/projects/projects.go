@@ -245,10 +245,26 @@ func (h handlers) listKeys(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toKeyList(keys), nil
+	return ToKeyList(keys), nil
 }
 
 func (h handlers) createKey(r *http.Request) (any, error) {
+	id := r.PathValue("projectId")
+	return CreateKey(r, h.store, httpx.Principal(r.Context()).OrganizationID, id,
+		func(err error) error { return storeError(err, "Project "+id) })
+}
+
+// KeyCreator creates API keys.
+type KeyCreator interface {
+	CreateAPIKey(ctx context.Context, orgID, projectID string, k controlplane.NewAPIKey) (controlplane.APIKey, string, error)
+}
+
+// CreateKey serves a key creation, for a project of the organization or,
+// when projectID is empty, for the organization itself: it reads a
+// CreateAPIKeyRequest and answers 201 with the secret, shown this once and
+// stored only hashed. notFound turns the store's other errors (an unknown
+// owner) into the route's own.
+func CreateKey(r *http.Request, store KeyCreator, orgID, projectID string, notFound func(error) error) (any, error) {
 	var req CreateAPIKeyRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return nil, err
@@ -256,14 +272,13 @@ func (h handlers) createKey(r *http.Request) (any, error) {
 	if (req.PublicKey == "") != (req.SecretKey == "") {
 		return nil, httpx.BadRequest("publicKey and secretKey must be given together or not at all")
 	}
-	id := r.PathValue("projectId")
-	key, secret, err := h.store.CreateAPIKey(r.Context(), httpx.Principal(r.Context()).OrganizationID, id,
+	key, secret, err := store.CreateAPIKey(r.Context(), orgID, projectID,
 		controlplane.NewAPIKey{Note: req.Note, PublicKey: req.PublicKey, SecretKey: req.SecretKey})
 	if err != nil {
 		if errors.Is(err, controlplane.ErrConflict) {
 			return nil, httpx.Conflict("An API key with this public or secret key already exists")
 		}
-		return nil, storeError(err, "Project "+id)
+		return nil, notFound(err)
 	}
 	return httpx.WithStatus(http.StatusCreated, CreatedAPIKey{
 		ID:               key.ID,
@@ -289,14 +304,19 @@ func (h handlers) orgProjects(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := OrganizationProjects{Projects: make([]OrganizationProject, 0, len(list))}
+	return OrganizationProjects{Projects: ToOrganizationProjects(list)}, nil
+}
+
+// ToOrganizationProjects shapes an organization's projects for its lists.
+func ToOrganizationProjects(list []controlplane.Project) []OrganizationProject {
+	out := make([]OrganizationProject, 0, len(list))
 	for _, p := range list {
-		out.Projects = append(out.Projects, OrganizationProject{
-			ID: p.ID, Name: p.Name, Metadata: metadata(p.Metadata),
+		out = append(out, OrganizationProject{
+			ID: p.ID, Name: p.Name, Metadata: Metadata(p.Metadata),
 			CreatedAt: httpx.FromTime(p.CreatedAt), UpdatedAt: httpx.FromTime(p.UpdatedAt),
 		})
 	}
-	return out, nil
+	return out
 }
 
 func (h handlers) orgKeys(r *http.Request) (any, error) {
@@ -304,7 +324,7 @@ func (h handlers) orgKeys(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toKeyList(keys), nil
+	return ToKeyList(keys), nil
 }
 
 func checkRetention(days int) error {
@@ -331,19 +351,22 @@ func toProject(p controlplane.Project) Project {
 		ID:            p.ID,
 		Name:          p.Name,
 		Organization:  Organization{ID: p.OrganizationID, Name: p.OrganizationName},
-		Metadata:      metadata(p.Metadata),
+		Metadata:      Metadata(p.Metadata),
 		RetentionDays: p.RetentionDays,
 	}
 }
 
-func metadata(raw json.RawMessage) httpx.JSON {
+// Metadata is stored metadata as answered: `{}` when there is none.
+func Metadata(raw json.RawMessage) httpx.JSON {
 	if len(raw) == 0 {
 		return httpx.JSON("{}")
 	}
 	return httpx.JSON(raw)
 }
 
-func toKeyList(keys []controlplane.APIKey) APIKeyList {
+// ToKeyList shapes API keys for the key lists; secrets appear only in
+// their display form.
+func ToKeyList(keys []controlplane.APIKey) APIKeyList {
 	out := APIKeyList{APIKeys: make([]APIKeySummary, 0, len(keys))}
 	for _, k := range keys {
 		out.APIKeys = append(out.APIKeys, APIKeySummary{

@@ -75,6 +75,13 @@ type CreateRequest struct {
 	CommitMessage *string    `json:"commitMessage,omitempty"`
 }
 
+// CreateRequestV1 is the body of POST /api/public/prompts: the v2 body and
+// isActive, which gives the new version the production label when true.
+type CreateRequestV1 struct {
+	CreateRequest
+	IsActive *bool `json:"isActive"`
+}
+
 // LabelsRequest is the body of PATCH /api/public/v2/prompts/{name}/versions/{version}.
 type LabelsRequest struct {
 	NewLabels []string `json:"newLabels"`
@@ -146,6 +153,19 @@ func Routes(store Store) []httpx.Route {
 				Query: append(selectorParams[:len(selectorParams):len(selectorParams)],
 					httpx.Param{Name: "resolve", Type: httpx.TypeBoolean, Description: "Resolve prompt references (default true)."})},
 		},
+		// The v1 routes: one version by query rather than path, and creation
+		// with isActive.
+		{
+			Method: http.MethodGet, Path: "/api/public/prompts", Access: httpx.ProjectKey, Handler: h.getV1,
+			Doc: httpx.Doc{OperationID: "prompts_getV1", Tag: "Prompts", Response: Prompt{},
+				Summary: "One prompt version by name (v1 path of GET /api/public/v2/prompts/{promptName}).",
+				Query:   append([]httpx.Param{{Name: "name", Type: httpx.TypeString, Required: true}}, selectorParams...)},
+		},
+		{
+			Method: http.MethodPost, Path: "/api/public/prompts", Access: httpx.ProjectKey, Handler: h.createV1,
+			Doc: httpx.Doc{OperationID: "prompts_createV1", Tag: "Prompts", Body: CreateRequestV1{}, Response: Prompt{},
+				Status: http.StatusCreated, Summary: "Create a new version of a prompt; isActive gives it the production label (v1)."},
+		},
 		{
 			Method: http.MethodDelete, Path: "/api/public/v2/prompts/{promptName}", Access: httpx.ProjectKey, Handler: h.delete,
 			Doc: httpx.Doc{OperationID: "prompts_delete", Tag: "Prompts", Status: http.StatusNoContent,
@@ -165,6 +185,24 @@ func (h handlers) create(r *http.Request) (any, error) {
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return nil, err
 	}
+	return h.createPrompt(r, req)
+}
+
+func (h handlers) createV1(r *http.Request) (any, error) {
+	var req CreateRequestV1
+	if err := httpx.DecodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	if req.IsActive == nil {
+		return nil, httpx.BadRequest("isActive is required: true gives the new version the %s label", controlplane.LabelProduction)
+	}
+	if *req.IsActive && !slices.Contains(req.Labels, controlplane.LabelProduction) {
+		req.Labels = append(req.Labels, controlplane.LabelProduction)
+	}
+	return h.createPrompt(r, req.CreateRequest)
+}
+
+func (h handlers) createPrompt(r *http.Request, req CreateRequest) (any, error) {
 	np := controlplane.NewPrompt{
 		Name: req.Name, Type: req.Type, Prompt: req.Prompt, Config: req.Config, Labels: req.Labels, Tags: req.Tags,
 	}
@@ -179,6 +217,18 @@ func (h handlers) create(r *http.Request) (any, error) {
 }
 
 func (h handlers) get(r *http.Request) (any, error) {
+	return h.getPrompt(r, r.PathValue("promptName"))
+}
+
+func (h handlers) getV1(r *http.Request) (any, error) {
+	name := httpx.QueryOf(r).String("name")
+	if name == "" {
+		return nil, httpx.BadRequest("Query parameter name is required")
+	}
+	return h.getPrompt(r, name)
+}
+
+func (h handlers) getPrompt(r *http.Request, name string) (any, error) {
 	q := httpx.QueryOf(r)
 	sel, err := selector(q)
 	if err != nil {
@@ -188,7 +238,6 @@ func (h handlers) get(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := r.PathValue("promptName")
 	var p controlplane.Prompt
 	if resolve == nil || *resolve {
 		p, err = h.store.ResolvePrompt(r.Context(), httpx.ProjectID(r), name, sel)

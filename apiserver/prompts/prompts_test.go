@@ -358,3 +358,53 @@ func TestConcurrentLabelMoves(t *testing.T) {
 		assert.Equal(t, []int{versions}, holders["latest"])
 	})
 }
+
+// The v1 routes: creation needs isActive, which adds the production label;
+// GET takes the name as a query parameter and answers as v2's GET does.
+func TestV1Routes(t *testing.T) {
+	h, a, b := setup(t)
+	rec := apitest.Do(t, h, http.MethodPost, "/api/public/prompts", a.ProjectAuth,
+		map[string]any{"name": "folder/greeting", "prompt": "Hello {{name}}", "isActive": true, "labels": []string{"staging"}})
+	status(t, rec, http.StatusCreated)
+	v1 := apitest.Decode[Prompt](t, rec)
+	assert.Equal(t, 1, v1.Version)
+	assert.True(t, v1.IsActive)
+	assert.ElementsMatch(t, []string{"latest", "production", "staging"}, v1.Labels)
+	for _, field := range []string{`"id":`, `"name":`, `"version":`, `"type":"text"`, `"prompt":`, `"config":`, `"labels":`, `"tags":`,
+		`"isActive":true`, `"projectId":"project-a"`, `"createdBy":`} {
+		assert.Contains(t, rec.Body.String(), field)
+	}
+
+	rec = apitest.Do(t, h, http.MethodPost, "/api/public/prompts", a.ProjectAuth,
+		map[string]any{"name": "folder/greeting", "prompt": "Hi {{name}}", "isActive": false})
+	status(t, rec, http.StatusCreated)
+	v2 := apitest.Decode[Prompt](t, rec)
+	assert.Equal(t, 2, v2.Version)
+	assert.False(t, v2.IsActive)
+	assert.Equal(t, []string{"latest"}, v2.Labels)
+
+	rec = apitest.Do(t, h, http.MethodPost, "/api/public/prompts", a.ProjectAuth, map[string]any{"name": "x", "prompt": "no flag"})
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "isActive is required")
+	status(t, apitest.Do(t, h, http.MethodPost, "/api/public/prompts", a.ProjectAuth, map[string]any{"name": "x", "isActive": true}),
+		http.StatusBadRequest)
+
+	// Without a version the production one, as v2 answers.
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder%2Fgreeting", a.ProjectAuth, nil)
+	status(t, rec, http.StatusOK)
+	same := apitest.Do(t, h, http.MethodGet, "/api/public/v2/prompts/folder%2Fgreeting", a.ProjectAuth, nil)
+	status(t, same, http.StatusOK)
+	assert.JSONEq(t, same.Body.String(), rec.Body.String())
+	assert.Equal(t, 1, apitest.Decode[Prompt](t, rec).Version)
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder/greeting&version=2", a.ProjectAuth, nil)
+	status(t, rec, http.StatusOK)
+	assert.Equal(t, v2.ID, apitest.Decode[Prompt](t, rec).ID)
+
+	rec = apitest.Do(t, h, http.MethodGet, "/api/public/prompts", a.ProjectAuth, nil)
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "name is required")
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder/greeting&version=x", a.ProjectAuth, nil), http.StatusBadRequest)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder/greeting&version=9", a.ProjectAuth, nil), http.StatusNotFound)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder/greeting", b.ProjectAuth, nil), http.StatusNotFound)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/prompts?name=folder/greeting", a.OrgAuth, nil), http.StatusForbidden)
+}

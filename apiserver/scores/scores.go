@@ -94,6 +94,17 @@ func Routes(store Store, configs ConfigStore) []httpx.Route {
 			Method: http.MethodGet, Path: "/api/public/v2/scores/{scoreId}", Access: httpx.ProjectKey, Handler: h.get,
 			Doc: httpx.Doc{OperationID: "scores_getById", Tag: "Scores", Response: Score{}, Summary: "One score."},
 		},
+		// The v1 reads answer as the v2 ones do.
+		{
+			Method: http.MethodGet, Path: "/api/public/scores", Access: httpx.ProjectKey, Handler: h.list,
+			Doc: httpx.Doc{OperationID: "scores_getManyV1", Tag: "Scores", Response: httpx.List[Score]{}, Query: listParams,
+				Summary: "The project's scores, newest first (v1 path of GET /api/public/v2/scores)."},
+		},
+		{
+			Method: http.MethodGet, Path: "/api/public/scores/{scoreId}", Access: httpx.ProjectKey, Handler: h.get,
+			Doc: httpx.Doc{OperationID: "scores_getByIdV1", Tag: "Scores", Response: Score{},
+				Summary: "One score (v1 path of GET /api/public/v2/scores/{scoreId})."},
+		},
 		{
 			Method: http.MethodDelete, Path: "/api/public/scores/{scoreId}", Access: httpx.ProjectKey, Handler: h.delete,
 			Doc: httpx.Doc{OperationID: "scores_delete", Tag: "Scores", Response: Message{}, Status: http.StatusAccepted,

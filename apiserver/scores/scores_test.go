@@ -306,3 +306,31 @@ func TestPublicKeyAloneCreatesScores(t *testing.T) {
 		map[string]any{"traceId": "trace-1", "name": "thumbs", "value": 0})
 	status(t, rec, http.StatusUnauthorized)
 }
+
+// The v1 read paths answer as the v2 ones, within the key's project.
+func TestV1ReadPaths(t *testing.T) {
+	h, a, b := setup(t)
+	create(t, h, a.ProjectAuth, map[string]any{"id": "v1-a", "traceId": "trace-1", "name": "accuracy", "value": 0.5})
+	create(t, h, b.ProjectAuth, map[string]any{"id": "v1-b", "traceId": "trace-1", "name": "accuracy", "value": 0.25})
+
+	for _, pair := range [][2]string{
+		{"/api/public/scores?name=accuracy", "/api/public/v2/scores?name=accuracy"},
+		{"/api/public/scores/v1-a", "/api/public/v2/scores/v1-a"},
+	} {
+		v1 := apitest.Do(t, h, http.MethodGet, pair[0], a.ProjectAuth, nil)
+		status(t, v1, http.StatusOK)
+		v2 := apitest.Do(t, h, http.MethodGet, pair[1], a.ProjectAuth, nil)
+		status(t, v2, http.StatusOK)
+		assert.JSONEq(t, v2.Body.String(), v1.Body.String(), pair[0])
+		assert.Contains(t, v1.Body.String(), `"id":"v1-a"`)
+		assert.NotContains(t, v1.Body.String(), "v1-b", "another project's score")
+	}
+	l := apitest.Decode[httpx.List[Score]](t, apitest.Do(t, h, http.MethodGet, "/api/public/scores", a.ProjectAuth, nil))
+	assert.Equal(t, []string{"v1-a"}, ids(l))
+	assert.Equal(t, int64(1), l.Meta.TotalItems)
+
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/scores/v1-b", a.ProjectAuth, nil), http.StatusNotFound)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/scores?limit=0", a.ProjectAuth, nil), http.StatusBadRequest)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/scores", a.ProjectBearer, nil), http.StatusForbidden)
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/scores/v1-a", a.OrgAuth, nil), http.StatusForbidden)
+}

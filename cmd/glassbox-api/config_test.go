@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/config/configopaque"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
 )
@@ -32,8 +33,10 @@ func TestExpandEnv(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	t.Setenv("TEST_GLASSBOX_CP_DSN", "sqlite:///tmp/x.db")
 	t.Setenv("TEST_GLASSBOX_CH_DSN", "clickhouse://ch:9000")
+	t.Setenv("TEST_GLASSBOX_ADMIN_KEY", "admin-key-from-the-file")
 	cfg, err := loadConfig("testdata/config.yaml")
 	require.NoError(t, err)
+	assert.Equal(t, configopaque.String("admin-key-from-the-file"), cfg.AdminAPIKey)
 	assert.Equal(t, "127.0.0.1:3999", cfg.Listen)
 	assert.Equal(t, "https://glassbox.example.com", cfg.PublicURL)
 	assert.Equal(t, "sqlite:///tmp/x.db", cfg.ControlPlane.DSN)

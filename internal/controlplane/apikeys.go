@@ -65,7 +65,11 @@ func (s *Store) CreateAPIKey(ctx context.Context, orgID, projectID string, k New
 		CreatedAt:      fromMicros(s.micros()),
 	}
 	var project sql.NullString
-	if projectID != "" {
+	if projectID == "" {
+		if _, err := s.GetOrganization(ctx, orgID); err != nil {
+			return APIKey{}, "", err
+		}
+	} else {
 		// Keys are not issued for deleted projects.
 		if _, err := s.GetProject(ctx, orgID, projectID); err != nil {
 			return APIKey{}, "", err

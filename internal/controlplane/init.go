@@ -91,7 +91,8 @@ func (s *Store) initOrganization(ctx context.Context, spec initSpec) error {
 	}
 	_, err := s.CreateOrganization(ctx, spec.orgID, name)
 	if errors.Is(err, ErrConflict) {
-		return nil
+		// It exists; a deleted one is not brought back.
+		_, err = s.GetOrganization(ctx, spec.orgID)
 	}
 	return err
 }

@@ -160,7 +160,7 @@ func (s *Store) memberships(ctx context.Context, where, orderBy string, args ...
 	c := s.conn()
 	rows, err := c.query(ctx, `SELECT m.org_id, o.name, m.user_id, u.email, u.name, m.role, m.created_at
 		FROM organization_memberships m
-		JOIN organizations o ON o.id = m.org_id
+		JOIN organizations o ON o.id = m.org_id AND o.deleted_at IS NULL
 		JOIN users u ON u.id = m.user_id
 		WHERE `+where+` ORDER BY `+orderBy, args...)
 	if err != nil {

@@ -531,6 +531,16 @@ var migrations = []migration{
 			`CREATE INDEX comments_object ON comments (project_id, object_type, object_id, created_at)`,
 		},
 	},
+	{
+		version: 44,
+		name:    "organization metadata and deletion",
+		stmts: []string{
+			`ALTER TABLE organizations ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'`,
+			// Organizations are deleted softly, like projects: their deleted
+			// projects' rows still reference them.
+			`ALTER TABLE organizations ADD COLUMN deleted_at BIGINT`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an

@@ -62,6 +62,10 @@ func (s *Store) CreateProject(ctx context.Context, orgID string, p NewProject) (
 	if p.RetentionDays < 0 {
 		return Project{}, fmt.Errorf("%w: retention days must not be negative", ErrInvalid)
 	}
+	// A deleted organization's row is still there for the foreign key.
+	if _, err := s.GetOrganization(ctx, orgID); err != nil {
+		return Project{}, err
+	}
 	now := s.micros()
 	if _, err := s.conn().exec(ctx, `INSERT INTO projects (id, org_id, name, metadata, retention_days, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, orgID, name, string(metadata), p.RetentionDays, now, now); err != nil {
@@ -73,7 +77,7 @@ func (s *Store) CreateProject(ctx context.Context, orgID string, p NewProject) (
 // GetProject returns a live project of the organization.
 func (s *Store) GetProject(ctx context.Context, orgID, projectID string) (Project, error) {
 	row := s.conn().queryRow(ctx, `SELECT `+projectColumns+`
-		FROM projects p JOIN organizations o ON o.id = p.org_id
+		FROM projects p JOIN organizations o ON o.id = p.org_id AND o.deleted_at IS NULL
 		WHERE p.org_id = ? AND p.id = ? AND p.deleted_at IS NULL`, orgID, projectID)
 	p, err := scanProject(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -89,7 +93,7 @@ func (s *Store) GetProject(ctx context.Context, orgID, projectID string) (Projec
 // only the project; callers check the reader's access to its organization.
 func (s *Store) LookupProject(ctx context.Context, projectID string) (Project, error) {
 	row := s.conn().queryRow(ctx, `SELECT `+projectColumns+`
-		FROM projects p JOIN organizations o ON o.id = p.org_id
+		FROM projects p JOIN organizations o ON o.id = p.org_id AND o.deleted_at IS NULL
 		WHERE p.id = ? AND p.deleted_at IS NULL`, projectID)
 	p, err := scanProject(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -104,7 +108,7 @@ func (s *Store) LookupProject(ctx context.Context, projectID string) (Project, e
 // ListProjects returns the organization's live projects, oldest first.
 func (s *Store) ListProjects(ctx context.Context, orgID string) ([]Project, error) {
 	rows, err := s.conn().query(ctx, `SELECT `+projectColumns+`
-		FROM projects p JOIN organizations o ON o.id = p.org_id
+		FROM projects p JOIN organizations o ON o.id = p.org_id AND o.deleted_at IS NULL
 		WHERE p.org_id = ? AND p.deleted_at IS NULL
 		ORDER BY p.created_at, p.id`, orgID)
 	if err != nil {
