@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -128,6 +129,11 @@ type RunItemRequest struct {
 	// TraceID is required unless ObservationID names a stored observation.
 	TraceID       string `json:"traceId,omitempty"`
 	ObservationID string `json:"observationId,omitempty"`
+	// CreatedAt sets the run item's creation time (now when absent).
+	CreatedAt *httpx.Timestamp `json:"createdAt,omitempty"`
+	// DatasetVersion is the dataset version the run used; the item must
+	// have been active then.
+	DatasetVersion *httpx.Timestamp `json:"datasetVersion,omitempty"`
 }
 
 // DatasetV1 is a dataset as the v1 routes answer it: with its active items
@@ -196,6 +202,7 @@ func Routes(store Store, observations Observations) []httpx.Route {
 					{Name: "datasetName", Type: httpx.TypeString},
 					{Name: "sourceTraceId", Type: httpx.TypeString},
 					{Name: "sourceObservationId", Type: httpx.TypeString},
+					{Name: "version", Type: httpx.TypeDateTime, Description: "The dataset's items as they were at this time; needs datasetName."},
 				}, httpx.PageParams...)},
 		},
 		{
@@ -354,18 +361,26 @@ func (h handlers) upsertItem(r *http.Request) (any, error) {
 
 func (h handlers) listItems(r *http.Request) (any, error) {
 	q := httpx.QueryOf(r)
-	if err := q.Unsupported("version"); err != nil {
-		return nil, err
-	}
 	p, err := q.Page()
 	if err != nil {
 		return nil, err
 	}
 	name := q.String("datasetName")
-	list, total, err := h.store.ListDatasetItems(r.Context(), httpx.ProjectID(r), controlplane.DatasetItemFilter{
+	version, err := q.Micros("version")
+	if err != nil {
+		return nil, err
+	}
+	if version != 0 && name == "" {
+		return nil, httpx.BadRequest("version needs datasetName: a point-in-time read covers one dataset")
+	}
+	f := controlplane.DatasetItemFilter{
 		DatasetName: name, SourceTraceID: q.String("sourceTraceId"), SourceObservationID: q.String("sourceObservationId"),
 		Offset: p.Offset(), Limit: p.Limit,
-	})
+	}
+	if version != 0 {
+		f.AsOf = time.UnixMicro(version)
+	}
+	list, total, err := h.store.ListDatasetItems(r.Context(), httpx.ProjectID(r), f)
 	if err != nil {
 		return nil, notFound(err, "Dataset "+name+" not found")
 	}
@@ -420,10 +435,17 @@ func (h handlers) createRunItem(r *http.Request) (any, error) {
 		}
 		req.TraceID = o.TraceID
 	}
-	ri, err := h.store.CreateDatasetRunItem(r.Context(), project, controlplane.NewDatasetRunItem{
+	n := controlplane.NewDatasetRunItem{
 		RunName: req.RunName, RunDescription: req.RunDescription, Metadata: json.RawMessage(req.Metadata),
 		DatasetItemID: req.DatasetItemID, TraceID: req.TraceID, ObservationID: req.ObservationID,
-	})
+	}
+	if req.CreatedAt != nil {
+		n.CreatedAt = time.Time(*req.CreatedAt)
+	}
+	if req.DatasetVersion != nil {
+		n.DatasetVersion = time.Time(*req.DatasetVersion)
+	}
+	ri, err := h.store.CreateDatasetRunItem(r.Context(), project, n)
 	if err != nil {
 		return nil, notFound(err, "Dataset item "+req.DatasetItemID+" not found or not active")
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -381,4 +383,59 @@ func TestDatasetsV1(t *testing.T) {
 	status(t, rec, http.StatusBadRequest)
 	assert.Contains(t, rec.Body.String(), "2 active items")
 	assert.Contains(t, rec.Body.String(), "/api/public/dataset-items")
+}
+
+// GET /dataset-items?version= reads the dataset as it was; run items take
+// their creation time and the dataset version they ran against.
+func TestItemVersions(t *testing.T) {
+	h, a, _ := setup(t)
+	post[Dataset](t, h, "/api/public/v2/datasets", a.ProjectAuth, map[string]any{"name": "versions"})
+	at := func() string {
+		time.Sleep(2 * time.Millisecond) // versions are kept per microsecond
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		time.Sleep(2 * time.Millisecond)
+		return now
+	}
+	items := func(query string) []Item {
+		return get[httpx.List[Item]](t, h, "/api/public/dataset-items?datasetName=versions"+query, a.ProjectAuth).Data
+	}
+	inputs := func(list []Item) map[string]string {
+		out := map[string]string{}
+		for _, it := range list {
+			out[it.ID] = string(it.Input)
+		}
+		return out
+	}
+
+	before := at()
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "versions", "id": "q1", "input": "v1"})
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "versions", "id": "q2", "input": "kept"})
+	first := at()
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "versions", "id": "q1", "input": "v2"})
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "versions", "id": "q3", "input": "new"})
+	second := at()
+	status(t, apitest.Do(t, h, http.MethodDelete, "/api/public/dataset-items/q2", a.ProjectAuth, nil), http.StatusOK)
+	post[Item](t, h, "/api/public/dataset-items", a.ProjectAuth, map[string]any{"datasetName": "versions", "id": "q3", "status": "ARCHIVED"})
+
+	assert.Empty(t, items("&version="+url.QueryEscape(before)))
+	assert.Equal(t, map[string]string{"q1": `"v1"`, "q2": `"kept"`}, inputs(items("&version="+url.QueryEscape(first))))
+	assert.Equal(t, map[string]string{"q1": `"v2"`, "q2": `"kept"`, "q3": `"new"`}, inputs(items("&version="+url.QueryEscape(second))))
+	assert.Equal(t, map[string]string{"q1": `"v2"`}, inputs(items("")), "now: q2 deleted, q3 archived")
+	paged := get[httpx.List[Item]](t, h, "/api/public/dataset-items?datasetName=versions&limit=2&page=2&version="+url.QueryEscape(second), a.ProjectAuth)
+	assert.Equal(t, int64(3), paged.Meta.TotalItems)
+	assert.Len(t, paged.Data, 1)
+
+	rec := apitest.Do(t, h, http.MethodGet, "/api/public/dataset-items?version="+url.QueryEscape(first), a.ProjectAuth, nil)
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "datasetName")
+	status(t, apitest.Do(t, h, http.MethodGet, "/api/public/dataset-items?datasetName=versions&version=last-week", a.ProjectAuth, nil), http.StatusBadRequest)
+
+	created := "2024-05-01T12:00:00.000Z"
+	ri := post[RunItem](t, h, "/api/public/dataset-run-items", a.ProjectAuth, map[string]any{
+		"runName": "pinned", "datasetItemId": "q1", "traceId": "t1", "createdAt": created, "datasetVersion": first})
+	assert.Equal(t, created, time.Time(ri.CreatedAt).UTC().Format("2006-01-02T15:04:05.000Z"), "createdAt is honoured")
+	rec = apitest.Do(t, h, http.MethodPost, "/api/public/dataset-run-items", a.ProjectAuth, map[string]any{
+		"runName": "pinned", "datasetItemId": "q1", "traceId": "t1", "datasetVersion": before})
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "was not active at datasetVersion")
 }

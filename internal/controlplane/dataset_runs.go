@@ -49,6 +49,11 @@ type NewDatasetRunItem struct {
 	DatasetItemID  string
 	TraceID        string
 	ObservationID  string
+	// CreatedAt is when the item ran (now when zero).
+	CreatedAt time.Time
+	// DatasetVersion, when set, is the dataset version the run used: the
+	// item must have been active then.
+	DatasetVersion time.Time
 }
 
 // CreateDatasetRunItem links an active dataset item to a trace under the
@@ -74,7 +79,18 @@ func (s *Store) CreateDatasetRunItem(ctx context.Context, projectID string, n Ne
 		if item.Status != ItemActive {
 			return fmt.Errorf("dataset item %q is %s: %w", item.ID, item.Status, ErrNotFound)
 		}
+		var version sql.NullInt64
+		if !n.DatasetVersion.IsZero() {
+			if err := itemActiveAt(ctx, c, projectID, item.ID, n.DatasetVersion); err != nil {
+				return err
+			}
+			version = sql.NullInt64{Int64: n.DatasetVersion.UnixMicro(), Valid: true}
+		}
 		now := s.micros()
+		createdAt := now
+		if !n.CreatedAt.IsZero() {
+			createdAt = n.CreatedAt.UnixMicro()
+		}
 		// Concurrent first uses race to create the run; the unique name
 		// lets exactly one insert win and every caller read the winner.
 		if _, err := c.exec(ctx, `INSERT INTO dataset_runs (id, project_id, dataset_id, name, description, metadata, created_at, updated_at)
@@ -88,12 +104,12 @@ func (s *Store) CreateDatasetRunItem(ctx context.Context, projectID string, n Ne
 		}
 		id := uuid.NewString()
 		if _, err := c.exec(ctx, `INSERT INTO dataset_run_items
-			(id, project_id, dataset_run_id, dataset_item_id, trace_id, observation_id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			(id, project_id, dataset_run_id, dataset_item_id, trace_id, observation_id, created_at, updated_at, dataset_version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (dataset_run_id, dataset_item_id) DO UPDATE SET
 				id = excluded.id, trace_id = excluded.trace_id, observation_id = excluded.observation_id,
-				created_at = excluded.created_at, updated_at = excluded.updated_at`,
-			id, projectID, run.ID, item.ID, n.TraceID, n.ObservationID, now, now); err != nil {
+				created_at = excluded.created_at, updated_at = excluded.updated_at, dataset_version = excluded.dataset_version`,
+			id, projectID, run.ID, item.ID, n.TraceID, n.ObservationID, createdAt, now, version); err != nil {
 			return fmt.Errorf("create dataset run item: %w", classify(err))
 		}
 		items, err := runItems(ctx, c, `ri.project_id = ? AND ri.id = ?`, []any{projectID, id}, 1, 0)
@@ -104,6 +120,21 @@ func (s *Store) CreateDatasetRunItem(ctx context.Context, projectID string, n Ne
 		return nil
 	})
 	return ri, err
+}
+
+// itemActiveAt checks that the item was active at the dataset version at.
+func itemActiveAt(ctx context.Context, c conn, projectID, itemID string, at time.Time) error {
+	var status string
+	var deleted int
+	err := c.queryRow(ctx, `SELECT status, deleted FROM dataset_item_versions WHERE project_id = ? AND item_id = ? AND valid_from <= ?
+		ORDER BY valid_from DESC LIMIT 1`, projectID, itemID, at.UnixMicro()).Scan(&status, &deleted)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (deleted != 0 || status != ItemActive)) {
+		return fmt.Errorf("%w: dataset item %q was not active at datasetVersion %s", ErrInvalid, itemID, at.UTC().Format(time.RFC3339Nano))
+	}
+	if err != nil {
+		return fmt.Errorf("read dataset item %q as of %s: %w", itemID, at, err)
+	}
+	return nil
 }
 
 func nullIfJSONNull(raw json.RawMessage) json.RawMessage {

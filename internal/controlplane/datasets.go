@@ -285,10 +285,30 @@ func (s *Store) UpsertDatasetItem(ctx context.Context, projectID string, u Datas
 		if err != nil {
 			return fmt.Errorf("upsert dataset item %q: %w", current.ID, classify(err))
 		}
-		item, err = getItem(ctx, c, projectID, current.ID)
-		return err
+		if item, err = getItem(ctx, c, projectID, current.ID); err != nil {
+			return err
+		}
+		return recordItemVersion(ctx, c, item, now, false)
 	})
 	return item, err
+}
+
+// recordItemVersion appends the item's state from at on; two changes in the
+// same microsecond keep the later.
+func recordItemVersion(ctx context.Context, c conn, it DatasetItem, at int64, deleted bool) error {
+	_, err := c.exec(ctx, `INSERT INTO dataset_item_versions (project_id, item_id, valid_from, dataset_id, status, input,
+		expected_output, metadata, source_trace_id, source_observation_id, created_at, deleted)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (project_id, item_id, valid_from) DO UPDATE SET dataset_id = excluded.dataset_id, status = excluded.status,
+			input = excluded.input, expected_output = excluded.expected_output, metadata = excluded.metadata,
+			source_trace_id = excluded.source_trace_id, source_observation_id = excluded.source_observation_id,
+			created_at = excluded.created_at, deleted = excluded.deleted`,
+		it.ProjectID, it.ID, at, it.DatasetID, it.Status, nullJSON(it.Input), nullJSON(it.ExpectedOutput), nullJSON(it.Metadata),
+		it.SourceTraceID, it.SourceObservationID, it.CreatedAt.UnixMicro(), boolInt(deleted))
+	if err != nil {
+		return fmt.Errorf("record a version of dataset item %q: %w", it.ID, err)
+	}
+	return nil
 }
 
 func checkItemID(id string) error {
@@ -384,14 +404,20 @@ type DatasetItemFilter struct {
 	DatasetName         string
 	SourceTraceID       string
 	SourceObservationID string
-	Offset              int
-	Limit               int
+	// AsOf, when set, reads the dataset's items as they were at that time
+	// (DatasetName is required then).
+	AsOf   time.Time
+	Offset int
+	Limit  int
 }
 
 // ListDatasetItems returns one page of the project's active items, oldest
 // first, and the number that match. A dataset name that does not exist is
 // ErrNotFound rather than an empty list.
 func (s *Store) ListDatasetItems(ctx context.Context, projectID string, f DatasetItemFilter) ([]DatasetItem, int, error) {
+	if !f.AsOf.IsZero() {
+		return s.listItemsAsOf(ctx, projectID, f)
+	}
 	c := s.conn()
 	conds := []string{"i.project_id = ?", "i.status = ?"}
 	args := []any{projectID, ItemActive}
@@ -430,12 +456,66 @@ func (s *Store) ListDatasetItems(ctx context.Context, projectID string, f Datase
 	return out, total, rows.Err()
 }
 
-// DeleteDatasetItem deletes an item. Run items that used it stay, so past
-// experiment results keep their item ids.
-func (s *Store) DeleteDatasetItem(ctx context.Context, projectID, id string) error {
-	res, err := s.conn().exec(ctx, `DELETE FROM dataset_items WHERE project_id = ? AND id = ?`, projectID, id)
-	if err != nil {
-		return fmt.Errorf("delete dataset item %q: %w", id, err)
+// listItemsAsOf is ListDatasetItems over the item versions: each item's
+// newest version at or before f.AsOf, if it was active and not deleted then.
+func (s *Store) listItemsAsOf(ctx context.Context, projectID string, f DatasetItemFilter) ([]DatasetItem, int, error) {
+	c := s.conn()
+	if f.DatasetName == "" {
+		return nil, 0, fmt.Errorf("%w: reading items as of a time needs the dataset name", ErrInvalid)
 	}
-	return requireOne(res, fmt.Sprintf("dataset item %q", id))
+	d, err := getDataset(ctx, c, `project_id = ? AND name = ?`, projectID, f.DatasetName)
+	if err != nil {
+		return nil, 0, err
+	}
+	conds := []string{"v.project_id = ?", "v.dataset_id = ?", "v.deleted = 0", "v.status = ?"}
+	args := []any{projectID, d.ID, ItemActive}
+	if f.SourceTraceID != "" {
+		conds, args = append(conds, "v.source_trace_id = ?"), append(args, f.SourceTraceID)
+	}
+	if f.SourceObservationID != "" {
+		conds, args = append(conds, "v.source_observation_id = ?"), append(args, f.SourceObservationID)
+	}
+	from := `FROM dataset_item_versions v JOIN (
+			SELECT item_id, MAX(valid_from) AS valid_from FROM dataset_item_versions
+			WHERE project_id = ? AND dataset_id = ? AND valid_from <= ? GROUP BY item_id
+		) latest ON latest.item_id = v.item_id AND latest.valid_from = v.valid_from
+		WHERE ` + strings.Join(conds, " AND ")
+	args = append([]any{projectID, d.ID, f.AsOf.UnixMicro()}, args...)
+	var total int
+	if err := c.queryRow(ctx, `SELECT COUNT(*) `+from, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count dataset items as of %s: %w", f.AsOf, err)
+	}
+	rows, err := c.query(ctx, `SELECT v.item_id, v.project_id, v.dataset_id, v.dataset_id, v.status, v.input, v.expected_output, v.metadata,
+		v.source_trace_id, v.source_observation_id, v.created_at, v.valid_from `+from+` ORDER BY v.created_at, v.item_id LIMIT ? OFFSET ?`,
+		append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list dataset items as of %s: %w", f.AsOf, err)
+	}
+	defer rows.Close()
+	out := []DatasetItem{}
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list dataset items as of %s: %w", f.AsOf, err)
+		}
+		it.DatasetName = d.Name
+		out = append(out, it)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteDatasetItem deletes an item. Run items that used it stay, so past
+// experiment results keep their item ids, and reads as of an earlier time
+// still find it.
+func (s *Store) DeleteDatasetItem(ctx context.Context, projectID, id string) error {
+	return s.inTx(ctx, func(c conn) error {
+		item, err := getItem(ctx, c, projectID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `DELETE FROM dataset_items WHERE project_id = ? AND id = ?`, projectID, id); err != nil {
+			return fmt.Errorf("delete dataset item %q: %w", id, err)
+		}
+		return recordItemVersion(ctx, c, item, s.micros(), true)
+	})
 }

@@ -360,3 +360,56 @@ func TestDatasetRunFirstUseRace(t *testing.T) {
 		assert.Equal(t, n, items)
 	})
 }
+
+// Items read as of a time, and run items pinned to a dataset version, on
+// both databases.
+func TestDatasetItemVersions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		pa, _ := twoOrgs(t, s)
+		_, err := s.UpsertDataset(ctx, pa.ID, DatasetUpsert{Name: "qa"})
+		require.NoError(t, err)
+		tick := func() time.Time {
+			time.Sleep(2 * time.Millisecond)
+			now := time.Now()
+			time.Sleep(2 * time.Millisecond)
+			return now
+		}
+		upsert := func(id, input string) {
+			_, err := s.UpsertDatasetItem(ctx, pa.ID, DatasetItemUpsert{DatasetName: "qa", ID: id, Input: json.RawMessage(input)})
+			require.NoError(t, err)
+		}
+		asOf := func(at time.Time) map[string]string {
+			items, total, err := s.ListDatasetItems(ctx, pa.ID, DatasetItemFilter{DatasetName: "qa", AsOf: at, Limit: 10})
+			require.NoError(t, err)
+			out := map[string]string{}
+			for _, it := range items {
+				out[it.ID] = string(it.Input)
+				assert.Equal(t, "qa", it.DatasetName)
+			}
+			assert.Equal(t, len(items), total)
+			return out
+		}
+		before := tick()
+		upsert("a", `"a1"`)
+		upsert("b", `"b1"`)
+		first := tick()
+		upsert("a", `"a2"`)
+		require.NoError(t, s.DeleteDatasetItem(ctx, pa.ID, "b"))
+		second := tick()
+
+		assert.Empty(t, asOf(before))
+		assert.Equal(t, map[string]string{"a": `"a1"`, "b": `"b1"`}, asOf(first))
+		assert.Equal(t, map[string]string{"a": `"a2"`}, asOf(second))
+		_, _, err = s.ListDatasetItems(ctx, pa.ID, DatasetItemFilter{AsOf: first})
+		assert.ErrorIs(t, err, ErrInvalid, "a point-in-time read names its dataset")
+
+		created := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+		ri, err := s.CreateDatasetRunItem(ctx, pa.ID, NewDatasetRunItem{RunName: "r", DatasetItemID: "a", TraceID: "t",
+			CreatedAt: created, DatasetVersion: first})
+		require.NoError(t, err)
+		assert.Equal(t, created, ri.CreatedAt.UTC())
+		_, err = s.CreateDatasetRunItem(ctx, pa.ID, NewDatasetRunItem{RunName: "r", DatasetItemID: "a", TraceID: "t", DatasetVersion: before})
+		assert.ErrorIs(t, err, ErrInvalid, "the item did not exist at that version")
+	})
+}

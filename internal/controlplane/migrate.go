@@ -541,6 +541,38 @@ var migrations = []migration{
 			`ALTER TABLE organizations ADD COLUMN deleted_at BIGINT`,
 		},
 	},
+	{
+		version: 45,
+		name:    "dataset item versions",
+		stmts: []string{
+			// Every state an item had, from valid_from on: reads "as of" a
+			// time take each item's newest version at or before it. A
+			// deleted item's last version has deleted = 1.
+			`CREATE TABLE dataset_item_versions (
+				project_id            TEXT NOT NULL,
+				item_id               TEXT NOT NULL,
+				valid_from            BIGINT NOT NULL,
+				dataset_id            TEXT NOT NULL REFERENCES datasets (id) ON DELETE CASCADE,
+				status                TEXT NOT NULL,
+				input                 TEXT,
+				expected_output       TEXT,
+				metadata              TEXT,
+				source_trace_id       TEXT NOT NULL,
+				source_observation_id TEXT NOT NULL,
+				created_at            BIGINT NOT NULL,
+				deleted               INTEGER NOT NULL,
+				PRIMARY KEY (project_id, item_id, valid_from)
+			)`,
+			`CREATE INDEX dataset_item_versions_dataset ON dataset_item_versions (dataset_id, valid_from)`,
+			// Items stored before versions existed are known from their last change.
+			`INSERT INTO dataset_item_versions (project_id, item_id, valid_from, dataset_id, status, input, expected_output,
+				metadata, source_trace_id, source_observation_id, created_at, deleted)
+			SELECT project_id, id, updated_at, dataset_id, status, input, expected_output, metadata,
+				source_trace_id, source_observation_id, created_at, 0 FROM dataset_items`,
+			// The dataset version a run item was made against, when given.
+			`ALTER TABLE dataset_run_items ADD COLUMN dataset_version BIGINT`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
