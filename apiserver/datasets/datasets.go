@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
@@ -73,6 +74,26 @@ type Item struct {
 	DatasetName         string          `json:"datasetName"`
 	CreatedAt           httpx.Timestamp `json:"createdAt"`
 	UpdatedAt           httpx.Timestamp `json:"updatedAt"`
+	// MediaReferences are the media references in input, expected output
+	// and metadata whose media is stored, resolved with a download URL.
+	MediaReferences []MediaReference `json:"mediaReferences"`
+}
+
+// MediaReference is one resolved media reference of an item.
+type MediaReference struct {
+	Field           string          `json:"field"` // input, expectedOutput or metadata
+	ReferenceString string          `json:"referenceString"`
+	JSONPath        string          `json:"jsonPath"`
+	Media           MediaReferenced `json:"media"`
+}
+
+// MediaReferenced is the media a reference names.
+type MediaReferenced struct {
+	MediaID       string          `json:"mediaId"`
+	ContentType   string          `json:"contentType"`
+	ContentLength int64           `json:"contentLength"`
+	URL           string          `json:"url"`
+	URLExpiry     httpx.Timestamp `json:"urlExpiry"`
 }
 
 // ItemRequest is the body of POST /api/public/dataset-items: an upsert by
@@ -149,14 +170,22 @@ type Message struct {
 	Message string `json:"message"`
 }
 
+// MediaRecords resolves a project's media with a signed download URL
+// (media.Service).
+type MediaRecords interface {
+	Record(r *http.Request, projectID, mediaID string) (media.Record, error)
+}
+
 type handlers struct {
 	store        Store
 	observations Observations
+	media        MediaRecords
 }
 
 // Routes returns the dataset, dataset item, run and run item routes.
-func Routes(store Store, observations Observations) []httpx.Route {
-	h := handlers{store: store, observations: observations}
+// Items' media references are resolved through mediaRecords.
+func Routes(store Store, observations Observations, mediaRecords MediaRecords) []httpx.Route {
+	h := handlers{store: store, observations: observations, media: mediaRecords}
 	return []httpx.Route{
 		{
 			Method: http.MethodPost, Path: "/api/public/v2/datasets", Access: httpx.ProjectKey, Handler: h.upsertDataset,
@@ -321,9 +350,9 @@ func (h handlers) getDatasetV1(r *http.Request) (any, error) {
 		return nil, httpx.BadRequest("Dataset %s has %d runs, more than the %d this route returns; "+
 			"page through GET /api/public/datasets/{datasetName}/runs instead", d.Name, total, maxV1Embedded)
 	}
-	out := DatasetV1{Dataset: toDataset(d), Items: make([]Item, 0, len(items)), Runs: make([]string, 0, len(runs))}
-	for _, it := range items {
-		out.Items = append(out.Items, toItem(it))
+	out := DatasetV1{Dataset: toDataset(d), Runs: make([]string, 0, len(runs))}
+	if out.Items, err = h.itemsOf(r, items); err != nil {
+		return nil, err
 	}
 	for _, run := range runs {
 		out.Runs = append(out.Runs, run.Name)
@@ -356,7 +385,7 @@ func (h handlers) upsertItem(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Dataset "+req.DatasetName+" not found")
 	}
-	return toItem(item), nil
+	return h.itemOf(r, item)
 }
 
 func (h handlers) listItems(r *http.Request) (any, error) {
@@ -384,9 +413,9 @@ func (h handlers) listItems(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Dataset "+name+" not found")
 	}
-	data := make([]Item, 0, len(list))
-	for _, it := range list {
-		data = append(data, toItem(it))
+	data, err := h.itemsOf(r, list)
+	if err != nil {
+		return nil, err
 	}
 	return httpx.NewList(data, p, int64(total)), nil
 }
@@ -397,7 +426,7 @@ func (h handlers) getItem(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Dataset item "+id+" not found")
 	}
-	return toItem(item), nil
+	return h.itemOf(r, item)
 }
 
 func (h handlers) deleteItem(r *http.Request) (any, error) {
@@ -552,13 +581,56 @@ func toDataset(d controlplane.Dataset) Dataset {
 	}
 }
 
-func toItem(it controlplane.DatasetItem) Item {
-	return Item{
-		ID: it.ID, Status: it.Status, Input: jsonOrNull(it.Input), ExpectedOutput: jsonOrNull(it.ExpectedOutput),
-		Metadata: jsonOrNull(it.Metadata), SourceTraceID: httpx.OptionalString(it.SourceTraceID),
-		SourceObservationID: httpx.OptionalString(it.SourceObservationID), DatasetID: it.DatasetID, DatasetName: it.DatasetName,
-		CreatedAt: httpx.FromTime(it.CreatedAt), UpdatedAt: httpx.FromTime(it.UpdatedAt),
+// itemsOf answers items with their media references resolved; a media
+// named several times is read once per request.
+func (h handlers) itemsOf(r *http.Request, list []controlplane.DatasetItem) ([]Item, error) {
+	resolved := map[string]*MediaReferenced{}
+	out := make([]Item, 0, len(list))
+	for _, it := range list {
+		item := Item{
+			ID: it.ID, Status: it.Status, Input: jsonOrNull(it.Input), ExpectedOutput: jsonOrNull(it.ExpectedOutput),
+			Metadata: jsonOrNull(it.Metadata), SourceTraceID: httpx.OptionalString(it.SourceTraceID),
+			SourceObservationID: httpx.OptionalString(it.SourceObservationID), DatasetID: it.DatasetID, DatasetName: it.DatasetName,
+			CreatedAt: httpx.FromTime(it.CreatedAt), UpdatedAt: httpx.FromTime(it.UpdatedAt),
+			MediaReferences: []MediaReference{},
+		}
+		for _, field := range []struct {
+			name string
+			raw  []byte
+		}{{"input", it.Input}, {"expectedOutput", it.ExpectedOutput}, {"metadata", it.Metadata}} {
+			for _, ref := range media.FindReferences(field.raw) {
+				m, seen := resolved[ref.MediaID]
+				if !seen && h.media != nil {
+					rec, err := h.media.Record(r, it.ProjectID, ref.MediaID)
+					var apiErr *httpx.Error
+					switch {
+					case err == nil:
+						m = &MediaReferenced{MediaID: rec.MediaID, ContentType: rec.ContentType, ContentLength: rec.ContentLength,
+							URL: rec.URL, URLExpiry: rec.URLExpiry}
+					case errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound:
+						// Not uploaded (yet): the reference stays unresolved.
+					default:
+						return nil, err
+					}
+					resolved[ref.MediaID] = m
+				}
+				if m != nil {
+					item.MediaReferences = append(item.MediaReferences, MediaReference{
+						Field: field.name, ReferenceString: ref.Text, JSONPath: ref.JSONPath, Media: *m})
+				}
+			}
+		}
+		out = append(out, item)
 	}
+	return out, nil
+}
+
+func (h handlers) itemOf(r *http.Request, it controlplane.DatasetItem) (Item, error) {
+	items, err := h.itemsOf(r, []controlplane.DatasetItem{it})
+	if err != nil {
+		return Item{}, err
+	}
+	return items[0], nil
 }
 
 func toRun(run controlplane.DatasetRun) Run {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/model"
@@ -30,9 +31,20 @@ func (fakeObservations) GetObservation(_ context.Context, projectID, id string) 
 	return chstore.Observation{}, chstore.ErrNotFound
 }
 
+// fakeMedia has uploaded one media, m1, to project-a.
+type fakeMedia struct{}
+
+func (fakeMedia) Record(_ *http.Request, projectID, id string) (media.Record, error) {
+	if projectID == "project-a" && id == "m1" {
+		return media.Record{MediaID: id, ContentType: "image/png", ContentLength: 42, URL: "http://media.test/m1",
+			URLExpiry: httpx.FromTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}, nil
+	}
+	return media.Record{}, httpx.NotFound("Media %s not found", id)
+}
+
 func newHandler(t *testing.T, store *controlplane.Store) http.Handler {
 	t.Helper()
-	h, err := httpx.NewRouter(Routes(store, fakeObservations{}), httpx.Options{Verifier: store})
+	h, err := httpx.NewRouter(Routes(store, fakeObservations{}, fakeMedia{}), httpx.Options{Verifier: store})
 	require.NoError(t, err)
 	return h
 }
@@ -438,4 +450,34 @@ func TestItemVersions(t *testing.T) {
 		"runName": "pinned", "datasetItemId": "q1", "traceId": "t1", "datasetVersion": before})
 	status(t, rec, http.StatusBadRequest)
 	assert.Contains(t, rec.Body.String(), "was not active at datasetVersion")
+}
+
+// Items answer the media references they hold whose media is stored.
+func TestItemMediaReferences(t *testing.T) {
+	h, a, b := setup(t)
+	ref := "@@@langfuseMedia:type=image/png|id=m1|source=bytes@@@"
+	missing := "@@@langfuseMedia:type=image/png|id=not-uploaded|source=bytes@@@"
+	for _, tenant := range []apitest.Tenant{a, b} {
+		post[Dataset](t, h, "/api/public/v2/datasets", tenant.ProjectAuth, map[string]any{"name": "media"})
+		post[Item](t, h, "/api/public/dataset-items", tenant.ProjectAuth, map[string]any{"datasetName": "media", "id": "with-media",
+			"input":          map[string]any{"messages": []any{map[string]any{"content": ref}}, "it's": ref},
+			"expectedOutput": ref, "metadata": map[string]any{"other": missing, "plain": "text"}})
+	}
+	item := get[Item](t, h, "/api/public/dataset-items/with-media", a.ProjectAuth)
+	want := media.Record{MediaID: "m1", ContentType: "image/png", ContentLength: 42, URL: "http://media.test/m1"}
+	require.Len(t, item.MediaReferences, 3, "the media not uploaded stays unresolved")
+	var paths []string
+	for _, mr := range item.MediaReferences {
+		paths = append(paths, mr.Field+" "+mr.JSONPath)
+		assert.Equal(t, ref, mr.ReferenceString)
+		assert.Equal(t, want.URL, mr.Media.URL)
+		assert.Equal(t, want.ContentLength, mr.Media.ContentLength)
+	}
+	assert.Equal(t, []string{`input $['it\'s']`, "input $['messages'][0]['content']", "expectedOutput $"}, paths)
+	listed := get[httpx.List[Item]](t, h, "/api/public/dataset-items?datasetName=media", a.ProjectAuth)
+	require.Len(t, listed.Data, 1)
+	assert.Len(t, listed.Data[0].MediaReferences, 3)
+	theirs := get[Item](t, h, "/api/public/dataset-items/with-media", b.ProjectAuth)
+	assert.Empty(t, theirs.MediaReferences, "media resolve in the item's own project only")
+	assert.NotNil(t, theirs.MediaReferences, "an empty list, not null")
 }

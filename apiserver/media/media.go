@@ -237,11 +237,12 @@ func (s *Service) report(r *http.Request) (any, error) {
 }
 
 func (s *Service) get(r *http.Request) (any, error) {
-	return s.record(r, httpx.ProjectID(r), r.PathValue("mediaId"))
+	return s.Record(r, httpx.ProjectID(r), r.PathValue("mediaId"))
 }
 
-// record describes a stored media with a signed download URL.
-func (s *Service) record(r *http.Request, project, id string) (Record, error) {
+// Record describes a stored media of the project with a signed download
+// URL; a media not uploaded yet is a 404.
+func (s *Service) Record(r *http.Request, project, id string) (Record, error) {
 	m, err := s.store.GetMedia(r.Context(), project, id)
 	if errors.Is(err, controlplane.ErrNotFound) {
 		return Record{}, httpx.NotFound("Media %s not found", id)
@@ -266,7 +267,7 @@ func (s *Service) record(r *http.Request, project, id string) (Record, error) {
 // which checked the reader's access to the project; a missing media is
 // controlplane.ErrNotFound.
 func (s *Service) DownloadURL(r *http.Request, project, id string) (string, error) {
-	rec, err := s.record(r, project, id)
+	rec, err := s.Record(r, project, id)
 	var apiErr *httpx.Error
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
 		return "", fmt.Errorf("media %s: %w", id, controlplane.ErrNotFound)

@@ -175,6 +175,14 @@ describe("Glassbox resources through the Langfuse SDK", { skip }, () => {
     const download = await fetch(media.url);
     assert.equal(download.status, 200);
     assert.deepEqual(Buffer.from(await download.arrayBuffer()), png);
+    // The item names its media, resolved.
+    const listedItem = await langfuse.api.datasetItems.get(withMedia.id);
+    assert.equal(listedItem.mediaReferences.length, 1);
+    assert.equal(listedItem.mediaReferences[0].field, "input");
+    assert.equal(listedItem.mediaReferences[0].jsonPath, "$['map']");
+    assert.equal(listedItem.mediaReferences[0].referenceString, reference);
+    assert.equal(listedItem.mediaReferences[0].media.mediaId, mediaId);
+    assert.equal(listedItem.mediaReferences[0].media.contentLength, png.length);
 
     const openai = observeOpenAI(new OpenAI({ apiKey: "fake-key", baseURL: openaiBaseURL }));
     const exactMatch = async ({ output, expectedOutput }) => ({ name: "exact_match", value: output === expectedOutput ? 1 : 0 });

@@ -11,6 +11,8 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+
+	"github.com/glassbox-dev/glassbox/apiserver/media"
 )
 
 // The input and output of observations are rendered for people: chat
@@ -56,21 +58,17 @@ type Part struct {
 	MediaID, MediaType string
 }
 
-// mediaRef is the reference the Langfuse SDKs put in place of base64 data
-// they upload: @@@langfuseMedia:type=image/png|id=...|source=...@@@.
-var mediaRef = regexp.MustCompile(`^@@@langfuseMedia:type=([A-Za-z0-9.+/-]+)\|id=([A-Za-z0-9_-]{1,128})\|source=[A-Za-z0-9_]+@@@$`)
-
-// media reads a media reference.
-func media(s string) (Part, bool) {
-	m := mediaRef.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
+// mediaPart reads a media reference.
+func mediaPart(s string) (Part, bool) {
+	ref, ok := media.ParseReference(s)
+	if !ok {
 		return Part{}, false
 	}
 	kind := "file"
-	if strings.HasPrefix(m[1], "image/") {
+	if strings.HasPrefix(ref.ContentType, "image/") {
 		kind = "image"
 	}
-	return Part{Kind: kind, MediaID: m[2], MediaType: m[1]}, true
+	return Part{Kind: kind, MediaID: ref.MediaID, MediaType: ref.ContentType}, true
 }
 
 // ToolCall is a model's request to run a tool.
@@ -113,7 +111,7 @@ func RenderIO(s string) IO {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {
-		if p, ok := media(s); ok {
+		if p, ok := mediaPart(s); ok {
 			return IO{Raw: s, Media: &p}
 		}
 		return IO{Raw: s, Text: prose(s)}
@@ -125,7 +123,7 @@ func RenderIO(s string) IO {
 	out := IO{Raw: s}
 	switch x := v.(type) {
 	case string:
-		if p, ok := media(x); ok {
+		if p, ok := mediaPart(x); ok {
 			out.Media = &p
 		} else {
 			out.Text = prose(x)
@@ -270,7 +268,7 @@ func image(pm map[string]any) Part {
 	case map[string]any:
 		u, _ = x["url"].(string)
 	}
-	if p, ok := media(u); ok {
+	if p, ok := mediaPart(u); ok {
 		return p
 	}
 	if src, ok := pm["source"].(map[string]any); ok { // Anthropic base64 source
@@ -293,7 +291,7 @@ func file(pm map[string]any) Part {
 		if sub, ok := v.(map[string]any); ok {
 			for _, x := range sub {
 				if s, ok := x.(string); ok {
-					if p, ok := media(s); ok {
+					if p, ok := mediaPart(s); ok {
 						return p
 					}
 				}

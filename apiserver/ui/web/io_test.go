@@ -92,6 +92,6 @@ func TestRenderIOMedia(t *testing.T) {
 	assert.Empty(t, parts[2].URL, "remote images are not loaded")
 	assert.Equal(t, "https://example.com/cat.png", parts[2].Link)
 
-	_, ok := media("@@@langfuseMedia:type=image/png|id=../../etc|source=x@@@")
+	_, ok := mediaPart("@@@langfuseMedia:type=image/png|id=../../etc|source=x@@@")
 	assert.False(t, ok, "ids are plain")
 }
