@@ -97,7 +97,7 @@ func (p *pieces) add(piece string, onText func(string)) error {
 	if p.Len()+len(piece) > maxResponseBytes {
 		return errors.New("provider answer too long")
 	}
-	p.WriteString(piece)
+	_, _ = p.WriteString(piece)
 	onText(piece)
 	return nil
 }
