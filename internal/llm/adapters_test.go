@@ -186,7 +186,8 @@ func TestVertexAI(t *testing.T) {
 	other := llmtest.New(t, nil)
 	ep.APIKey = other.ServiceAccount(t, "proj-1")
 	ep.APIKey = strings.Replace(ep.APIKey, other.Root(), srv.Root(), 1)
-	_, err := c.Complete(context.Background(), ep, llm.Request{Model: "gemini-2.0-flash", Messages: judgeMessages})
+	_, err := c.Complete(context.Background(), ep, llm.Request{Model: "gemini-2.0-flash", Messages: judgeMessages, Schema: schema})
+	assert.Equal(t, 2, srv.TokenCalls(), "a refused token is not asked for again without the schema")
 	var se *llm.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusBadRequest, se.Status)

@@ -159,8 +159,11 @@ func (c *Client) Complete(ctx context.Context, ep Endpoint, req Request) (Respon
 		return Response{}, fmt.Errorf("unknown adapter %q", ep.Adapter)
 	}
 	resp, err := fn(ctx, ep, req)
-	var se *StatusError
-	if req.Schema != nil && errors.As(err, &se) && se.Status == http.StatusBadRequest {
+	var (
+		se *StatusError
+		te *tokenError
+	)
+	if req.Schema != nil && errors.As(err, &se) && se.Status == http.StatusBadRequest && !errors.As(err, &te) {
 		// Many compatible servers (and some models) refuse a response
 		// schema; the prompt asks for JSON anyway, so the answer is
 		// parsed from the text.

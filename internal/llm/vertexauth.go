@@ -73,6 +73,14 @@ func parseServiceAccount(secret string) (serviceAccount, error) {
 	return sa, nil
 }
 
+// tokenError is a refused or failed token exchange: it keeps the token
+// endpoint's status (for Retryable), and is not the model's refusal of a
+// schema.
+type tokenError struct{ err error }
+
+func (e *tokenError) Error() string { return "service account token: " + e.err.Error() }
+func (e *tokenError) Unwrap() error { return e.err }
+
 // tokenCache holds access tokens until shortly before they expire.
 type tokenCache struct {
 	mu     sync.Mutex
@@ -110,7 +118,7 @@ func (c *Client) vertexToken(ctx context.Context, sa serviceAccount) (string, er
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := c.do(req)
 	if err != nil {
-		return "", fmt.Errorf("service account token: %w", err)
+		return "", &tokenError{err}
 	}
 	var out struct {
 		AccessToken string `json:"access_token"`
