@@ -48,8 +48,8 @@ type LLMConnection struct {
 	ID        string
 	ProjectID string
 	// Provider is the connection's name, unique within the project.
-	Provider      string
-	Adapter string
+	Provider string
+	Adapter  string
 	// BaseURL is empty where the config decides the host (Bedrock's
 	// region, Vertex AI's location).
 	BaseURL       string
