@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 )
 
 const testKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -98,7 +100,7 @@ func TestLLMConnectionRoutes(t *testing.T) {
 	moved := apitest.Decode[LLMConnection](t, call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
 		map[string]any{"provider": "judge", "baseURL": "http://127.0.0.1:2/v1", "secretKey": "sk-another-key-1234",
 			"extraHeaders": map[string]string{}}, http.StatusOK))
-	assert.Equal(t, "http://127.0.0.1:2/v1", moved.BaseURL)
+	assert.Equal(t, "http://127.0.0.1:2/v1", *moved.BaseURL)
 	assert.Empty(t, moved.ExtraHeaderKeys)
 
 	list := apitest.Decode[httpx.List[LLMConnection]](t, call(t, f, http.MethodGet, "/api/public/llm-connections", f.a.ProjectAuth, nil, http.StatusOK))
@@ -132,7 +134,7 @@ func mustBox(t *testing.T) *controlplane.SecretBox {
 func seedConnection(t *testing.T, f fixture) LLMConnection {
 	t.Helper()
 	return apitest.Decode[LLMConnection](t, call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
-		map[string]any{"provider": "judge", "secretKey": "sk-test-123456789"}, http.StatusOK))
+		map[string]any{"provider": "judge", "secretKey": "sk-test-123456789", "baseURL": "http://127.0.0.1:1/v1"}, http.StatusOK))
 }
 
 func createEvaluator(t *testing.T, f fixture, body map[string]any) Evaluator {
@@ -248,13 +250,13 @@ func TestLLMBaseURLsFollowTheEgressPolicy(t *testing.T) {
 		"http://[fd00::1]/v1", "http://0.0.0.0:8080/v1", "http://localhost:11434/v1"} {
 		rec := put(byDefault, url)
 		require.Equal(t, http.StatusBadRequest, rec.Code, url)
-		assert.Contains(t, rec.Body.String(), "Invalid baseURL: ", url)
+		assert.Contains(t, rec.Body.String(), "the openai connection would call "+strings.TrimSuffix(url, "/"), url)
 		assert.Contains(t, rec.Body.String(), egress.LLMKey, url)
 	}
 	for _, url := range []string{"https://llm.example.com/v1", "https://8.8.8.8/v1"} {
 		rec := put(byDefault, url)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-		assert.Equal(t, url, apitest.Decode[LLMConnection](t, rec).BaseURL)
+		assert.Equal(t, url, *apitest.Decode[LLMConnection](t, rec).BaseURL)
 	}
 	rec := apitest.Do(t, byDefault, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth,
 		map[string]any{"provider": "judge", "maxConcurrency": 3})
@@ -381,4 +383,83 @@ func TestExperimentRoutes(t *testing.T) {
 	items := apitest.Decode[httpx.List[Job]](t, call(t, f, http.MethodGet, "/api/public/evals/jobs?experimentId="+x.ID+"&kind=EXPERIMENT_ITEM",
 		f.a.ProjectAuth, nil, http.StatusOK))
 	assert.Len(t, items.Data, 3)
+}
+
+// The adapters beyond openai and anthropic, their config and default
+// models, through PUT and GET; every host a connection's key goes to is
+// held against the policy, which here lists only 127.0.0.1.
+func TestLLMConnectionAdaptersAndConfig(t *testing.T) {
+	f := setup(t, true)
+	put := func(body map[string]any, want int) *httptest.ResponseRecorder {
+		return call(t, f, http.MethodPut, "/api/public/llm-connections", f.a.ProjectAuth, body, want)
+	}
+	awsKeys := `{"accessKeyId":"AKIAEXAMPLE1234","secretAccessKey":"aws-very-secret"}`
+	bedrock := map[string]any{"provider": "aws", "adapter": "bedrock", "secretKey": awsKeys,
+		"config": map[string]any{"region": "eu-west-1"}, "withDefaultModels": false}
+
+	rec := put(bedrock, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "would call https://bedrock-runtime.eu-west-1.amazonaws.com", "the region's host is not listed")
+	rec = put(map[string]any{"provider": "aws", "adapter": "bedrock", "secretKey": awsKeys, "baseURL": "http://127.0.0.1:1",
+		"config": map[string]any{"region": "eu-west-1", "profile": "default"}}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), `unknown key \"profile\" for the bedrock adapter`)
+	rec = put(map[string]any{"provider": "aws", "adapter": "bedrock", "secretKey": "not-json", "baseURL": "http://127.0.0.1:1",
+		"config": map[string]any{"region": "eu-west-1"}}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "accessKeyId")
+
+	bedrock["baseURL"] = "http://127.0.0.1:1"
+	rec = put(bedrock, http.StatusOK)
+	assert.NotContains(t, rec.Body.String(), "aws-very-secret")
+	cn := apitest.Decode[LLMConnection](t, rec)
+	assert.Equal(t, "bedrock", cn.Adapter)
+	assert.JSONEq(t, `{"region":"eu-west-1"}`, string(cn.Config))
+	assert.False(t, cn.WithDefaultModels)
+	assert.Equal(t, "...1234", cn.DisplaySecretKey)
+
+	got := apitest.Decode[LLMConnection](t, call(t, f, http.MethodGet, "/api/public/llm-connections/"+cn.ID, f.a.ProjectAuth, nil, http.StatusOK))
+	assert.Equal(t, cn, got)
+	rec = put(map[string]any{"provider": "aws", "config": map[string]any{"region": "us-east-1"}}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "secretKey is required", "the region is where the key goes")
+
+	// openai takes useResponsesApi; null clears it; anthropic takes nothing.
+	oa := apitest.Decode[LLMConnection](t, put(map[string]any{"provider": "oa", "adapter": "openai", "secretKey": "sk-1234567890",
+		"baseURL": "http://127.0.0.1:1/v1", "config": map[string]any{"useResponsesApi": true}}, http.StatusOK))
+	assert.JSONEq(t, `{"useResponsesApi":true}`, string(oa.Config))
+	assert.True(t, oa.WithDefaultModels, "true unless asked otherwise")
+	rec = put(map[string]any{"provider": "oa", "config": nil}, http.StatusOK)
+	assert.Contains(t, rec.Body.String(), `"config":null`)
+	rec = put(map[string]any{"provider": "an", "adapter": "anthropic", "secretKey": "sk-ant-1234567", "baseURL": "http://127.0.0.1:1/v1",
+		"config": map[string]any{"useResponsesApi": true}}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "the anthropic adapter takes no settings")
+	rec = put(map[string]any{"provider": "az", "adapter": "azure", "secretKey": "azure-key-1234"}, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "requires a baseURL")
+	az := apitest.Decode[LLMConnection](t, put(map[string]any{"provider": "az", "adapter": "azure", "secretKey": "azure-key-1234",
+		"baseURL": "http://127.0.0.1:1", "config": map[string]any{"apiVersion": "2024-10-21"}}, http.StatusOK))
+	assert.Equal(t, "http://127.0.0.1:1", *az.BaseURL)
+
+	// Vertex AI: the service account's token endpoint is a host too.
+	key := llmtest.New(t, nil).ServiceAccount(t, "proj-1")
+	vertex := map[string]any{"provider": "gcp", "adapter": "google-vertex-ai", "secretKey": key, "config": map[string]any{"location": "europe-west4"}}
+	rec = put(vertex, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "would call https://europe-west4-aiplatform.googleapis.com")
+	vertex["baseURL"] = "http://127.0.0.1:1"
+	gcp := apitest.Decode[LLMConnection](t, put(vertex, http.StatusOK))
+	assert.JSONEq(t, `{"location":"europe-west4"}`, string(gcp.Config))
+	var sa map[string]any
+	require.NoError(t, json.Unmarshal([]byte(key), &sa))
+	sa["token_uri"] = "https://oauth.attacker.example/token"
+	moved, _ := json.Marshal(sa)
+	vertex["secretKey"] = string(moved)
+	rec = put(vertex, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "would call https://oauth.attacker.example/token")
+
+	studio := apitest.Decode[LLMConnection](t, put(map[string]any{"provider": "studio", "adapter": "google-ai-studio", "secretKey": "AIza-1234567",
+		"baseURL": "http://127.0.0.1:1"}, http.StatusOK))
+	assert.Equal(t, "null", string(studio.Config))
+
+	list := apitest.Decode[httpx.List[LLMConnection]](t, call(t, f, http.MethodGet, "/api/public/llm-connections", f.a.ProjectAuth, nil, http.StatusOK))
+	adapters := map[string]string{}
+	for _, c := range list.Data {
+		adapters[c.Provider] = c.Adapter
+	}
+	assert.Equal(t, map[string]string{"aws": "bedrock", "oa": "openai", "az": "azure", "gcp": "google-vertex-ai", "studio": "google-ai-studio"}, adapters)
 }

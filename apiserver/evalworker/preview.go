@@ -106,7 +106,7 @@ func (p *Previewer) Run(ctx context.Context, projectID string, e controlplane.Ev
 		if err != nil {
 			return out, err
 		}
-		resp, err := p.llm.Complete(ctx, llm.Endpoint{Adapter: creds.Adapter, BaseURL: creds.BaseURL, APIKey: creds.SecretKey, Headers: creds.ExtraHeaders}, req)
+		resp, err := p.llm.Complete(ctx, creds.Endpoint(), req)
 		if err != nil {
 			return out, err
 		}

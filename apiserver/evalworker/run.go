@@ -157,8 +157,7 @@ func (w *Worker) complete(ctx context.Context, creds controlplane.LLMCredentials
 	defer release()
 	callCtx, cancel := context.WithTimeout(ctx, creds.Timeout)
 	start := w.now()
-	resp, callErr := w.llm.Complete(callCtx, llm.Endpoint{Adapter: creds.Adapter, BaseURL: creds.BaseURL, APIKey: creds.SecretKey,
-		Headers: creds.ExtraHeaders}, req)
+	resp, callErr := w.llm.Complete(callCtx, creds.Endpoint(), req)
 	cancel()
 	traceID, spanID := derivedIDs(g.key)
 	obs := w.generation(ctx, g, traceID, spanID, req, resp, callErr, start)

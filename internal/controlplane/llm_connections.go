@@ -12,15 +12,26 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/glassbox-dev/glassbox/internal/llm"
 )
 
 // LLM connection adapters: the wire protocol spoken to the provider.
 const (
 	// AdapterOpenAI is the OpenAI chat completions API and every server
-	// compatible with it (vLLM, Ollama, LiteLLM, Azure's v1 endpoint, ...).
-	AdapterOpenAI = "openai"
+	// compatible with it (vLLM, Ollama, LiteLLM, Azure's v1 endpoint, ...),
+	// or OpenAI's Responses API.
+	AdapterOpenAI = llm.AdapterOpenAI
 	// AdapterAnthropic is Anthropic's native messages API.
-	AdapterAnthropic = "anthropic"
+	AdapterAnthropic = llm.AdapterAnthropic
+	// AdapterAzure is Azure OpenAI's deployments API.
+	AdapterAzure = llm.AdapterAzure
+	// AdapterBedrock is the AWS Bedrock Converse API.
+	AdapterBedrock = llm.AdapterBedrock
+	// AdapterVertexAI is Gemini on Google Cloud's Vertex AI.
+	AdapterVertexAI = llm.AdapterVertexAI
+	// AdapterGoogleAIStudio is the Gemini API of Google AI Studio.
+	AdapterGoogleAIStudio = llm.AdapterGoogleAIStudio
 )
 
 // Defaults of a new connection.
@@ -31,24 +42,26 @@ const (
 	maxLLMTimeout         = 10 * time.Minute
 )
 
-var defaultBaseURLs = map[string]string{
-	AdapterOpenAI:    "https://api.openai.com/v1",
-	AdapterAnthropic: "https://api.anthropic.com/v1",
-}
-
 // LLMConnection is a provider account of a project, as it may be shown: the
 // secret key only in its display form, the extra headers only by name.
 type LLMConnection struct {
 	ID        string
 	ProjectID string
 	// Provider is the connection's name, unique within the project.
-	Provider      string
-	Adapter       string
+	Provider string
+	Adapter  string
+	// BaseURL is empty where the config decides the host (Bedrock's
+	// region, Vertex AI's location).
 	BaseURL       string
 	DisplaySecret string
 	HeaderKeys    []string
 	CustomModels  []string
-	DefaultModel  string
+	// WithDefaultModels offers the adapter's well-known models besides
+	// the custom ones.
+	WithDefaultModels bool
+	// Config is the adapter's settings (llm.Config), a JSON object.
+	Config       json.RawMessage
+	DefaultModel string
 	// DefaultParams are model parameters sent with every call (temperature,
 	// max_tokens, ...): a JSON object.
 	DefaultParams json.RawMessage
@@ -67,6 +80,13 @@ type LLMCredentials struct {
 	ExtraHeaders map[string]string
 }
 
+// Endpoint is where and as whom the connection calls.
+func (c LLMCredentials) Endpoint() llm.Endpoint {
+	// The stored config was checked when saved.
+	cfg, _ := llm.ParseConfig(c.Adapter, c.Config)
+	return llm.Endpoint{Adapter: c.Adapter, BaseURL: c.BaseURL, APIKey: c.SecretKey, Headers: c.ExtraHeaders, Config: cfg}
+}
+
 // LLMConnectionUpsert creates the connection named Provider or changes it.
 // Zero values keep what is stored (or take the defaults on create); the
 // secret key is required on create.
@@ -79,13 +99,20 @@ type LLMConnectionUpsert struct {
 	CustomModels  []string
 	DefaultModel  *string
 	DefaultParams json.RawMessage
+	// Config replaces the adapter's settings; nil keeps them, or resets
+	// them when the adapter changes.
+	Config            json.RawMessage
+	WithDefaultModels *bool
 	// MaxConcurrency and Timeout keep the stored value when zero.
 	MaxConcurrency int
 	Timeout        time.Duration
+	// CheckURL, when set, must allow every URL a newly sealed secret will
+	// be sent to: the API's, and Vertex AI's token endpoint.
+	CheckURL func(rawURL string) error
 }
 
 const llmConnectionColumns = `id, project_id, provider, adapter, base_url, display_secret, header_keys, custom_models,
-	default_model, default_params, max_concurrency, timeout_ms, created_at, updated_at`
+	with_default_models, config, default_model, default_params, max_concurrency, timeout_ms, created_at, updated_at`
 
 // UpsertLLMConnection creates or updates a connection; box seals the secret
 // key and the extra headers.
@@ -110,7 +137,7 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 			}
 			cur = LLMConnection{ID: uuid.NewString(), ProjectID: projectID, Provider: name, Adapter: AdapterOpenAI,
 				DefaultParams: json.RawMessage(`{}`), MaxConcurrency: DefaultLLMConcurrency, Timeout: DefaultLLMTimeout,
-				CustomModels: []string{}, HeaderKeys: []string{}}
+				CustomModels: []string{}, HeaderKeys: []string{}, WithDefaultModels: true, Config: json.RawMessage(`{}`)}
 		}
 		stored := secretsDestination(cur)
 		if err := applyLLMUpsert(&cur, u); err != nil {
@@ -120,22 +147,25 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 		// destination takes the secrets again, and they are sealed for it.
 		if exists && secretsDestination(cur) != stored {
 			if u.SecretKey == "" {
-				return fmt.Errorf("%w: secretKey is required when adapter or baseURL change; the stored key is only sent where it was saved for", ErrInvalid)
+				return fmt.Errorf("%w: secretKey is required when adapter, baseURL or the config's region or location change; the stored key is only sent where it was saved for", ErrInvalid)
 			}
 			if u.ExtraHeaders == nil && len(cur.HeaderKeys) > 0 {
-				return fmt.Errorf("%w: extraHeaders are required when adapter or baseURL change; the stored headers are only sent where they were saved for", ErrInvalid)
+				return fmt.Errorf("%w: extraHeaders are required when adapter, baseURL or the config's region or location change; the stored headers are only sent where they were saved for", ErrInvalid)
 			}
 		}
 		if exists && u.ExtraHeaders != nil && u.SecretKey == "" {
 			return fmt.Errorf("%w: secretKey is required when extraHeaders change", ErrInvalid)
 		}
 		if u.SecretKey != "" {
+			if err := checkLLMSecret(cur, u); err != nil {
+				return err
+			}
 			if sealedKey, err = box.Seal(u.SecretKey, secretsDestination(cur)); err != nil {
 				return err
 			}
-			cur.DisplaySecret = displaySecret(u.SecretKey)
+			cur.DisplaySecret = displaySecret(llm.SecretHint(cur.Adapter, u.SecretKey))
 		}
-		if u.ExtraHeaders != nil || !exists {
+		if u.ExtraHeaders != nil || !exists || secretsDestination(cur) != stored {
 			headers, _ := json.Marshal(nonNilMap(u.ExtraHeaders))
 			if sealedHeaders, err = box.Seal(string(headers), secretsDestination(cur)); err != nil {
 				return err
@@ -147,17 +177,19 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 		now := s.micros()
 		if exists {
 			_, err = c.exec(ctx, `UPDATE llm_connections SET adapter = ?, base_url = ?, secret_key = ?, display_secret = ?,
-				extra_headers = ?, header_keys = ?, custom_models = ?, default_model = ?, default_params = ?,
-				max_concurrency = ?, timeout_ms = ?, updated_at = ? WHERE project_id = ? AND id = ?`,
+				extra_headers = ?, header_keys = ?, custom_models = ?, with_default_models = ?, config = ?, default_model = ?,
+				default_params = ?, max_concurrency = ?, timeout_ms = ?, updated_at = ? WHERE project_id = ? AND id = ?`,
 				cur.Adapter, cur.BaseURL, sealedKey, cur.DisplaySecret, sealedHeaders, string(headerKeys), string(models),
-				cur.DefaultModel, string(cur.DefaultParams), cur.MaxConcurrency, cur.Timeout.Milliseconds(), now, projectID, cur.ID)
+				boolInt(cur.WithDefaultModels), string(cur.Config), cur.DefaultModel, string(cur.DefaultParams), cur.MaxConcurrency,
+				cur.Timeout.Milliseconds(), now, projectID, cur.ID)
 		} else {
 			_, err = c.exec(ctx, `INSERT INTO llm_connections (id, project_id, provider, adapter, base_url, secret_key,
-				display_secret, extra_headers, header_keys, custom_models, default_model, default_params, max_concurrency,
-				timeout_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				display_secret, extra_headers, header_keys, custom_models, with_default_models, config, default_model,
+				default_params, max_concurrency, timeout_ms, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				cur.ID, projectID, name, cur.Adapter, cur.BaseURL, sealedKey, cur.DisplaySecret, sealedHeaders,
-				string(headerKeys), string(models), cur.DefaultModel, string(cur.DefaultParams), cur.MaxConcurrency,
-				cur.Timeout.Milliseconds(), now, now)
+				string(headerKeys), string(models), boolInt(cur.WithDefaultModels), string(cur.Config), cur.DefaultModel,
+				string(cur.DefaultParams), cur.MaxConcurrency, cur.Timeout.Milliseconds(), now, now)
 		}
 		if err != nil {
 			return fmt.Errorf("upsert llm connection %q: %w", name, classify(err))
@@ -169,19 +201,65 @@ func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, project
 }
 
 // secretsDestination is the associated data a connection's secrets are
-// sealed with: the row, and where the secrets go. A secret whose row was
-// pointed elsewhere in the database does not open.
+// sealed with: the row, and where the secrets go, including the config
+// settings that choose the host (Bedrock's region, Vertex AI's location).
+// A secret whose row was pointed elsewhere in the database does not open.
 func secretsDestination(cn LLMConnection) string {
-	return cn.ID + "\n" + cn.Adapter + "\n" + cn.BaseURL
+	dest := cn.ID + "\n" + cn.Adapter + "\n" + cn.BaseURL
+	cfg, err := llm.ParseConfig(cn.Adapter, cn.Config)
+	if err != nil {
+		// A config edited in the database to something unreadable binds to
+		// nothing a secret was sealed for.
+		return dest + "\ninvalid config"
+	}
+	if d := llm.Destination(cn.Adapter, cfg); d != "" {
+		dest += "\n" + d
+	}
+	return dest
+}
+
+// checkLLMSecret checks a new secret's form for the adapter and, with the
+// upsert's policy, every URL it will be sent to.
+func checkLLMSecret(cur LLMConnection, u LLMConnectionUpsert) error {
+	if err := llm.CheckSecret(cur.Adapter, u.SecretKey); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	cfg, _ := llm.ParseConfig(cur.Adapter, cur.Config) // checked by applyLLMUpsert
+	urls, err := llm.Endpoint{Adapter: cur.Adapter, BaseURL: cur.BaseURL, APIKey: u.SecretKey, Config: cfg}.URLs()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if u.CheckURL == nil {
+		return nil
+	}
+	for _, raw := range urls {
+		if err := u.CheckURL(raw); err != nil {
+			return fmt.Errorf("%w: the %s connection would call %s: %w", ErrInvalid, cur.Adapter, raw, err)
+		}
+	}
+	return nil
 }
 
 func applyLLMUpsert(cur *LLMConnection, u LLMConnectionUpsert) error {
-	if u.Adapter != "" {
-		if _, ok := defaultBaseURLs[u.Adapter]; !ok {
-			return fmt.Errorf("%w: adapter %q must be %s or %s", ErrInvalid, u.Adapter, AdapterOpenAI, AdapterAnthropic)
+	if u.Adapter != "" && u.Adapter != cur.Adapter {
+		if !llm.KnownAdapter(u.Adapter) {
+			return fmt.Errorf("%w: adapter %q must be one of %s", ErrInvalid, u.Adapter, strings.Join(llm.Adapters(), ", "))
 		}
-		cur.Adapter = u.Adapter
+		// The old adapter's public API and settings do not carry over.
+		if cur.BaseURL == llm.DefaultBaseURL(cur.Adapter) {
+			cur.BaseURL = ""
+		}
+		cur.Adapter, cur.Config = u.Adapter, json.RawMessage(`{}`)
 	}
+	if u.Config != nil {
+		cur.Config = u.Config
+	}
+	cfg, err := llm.ParseConfig(cur.Adapter, cur.Config)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	// Stored as the adapter reads it: known keys only, canonical JSON.
+	cur.Config, _ = json.Marshal(cfg)
 	if u.BaseURL != "" {
 		parsed, err := url.Parse(u.BaseURL)
 		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
@@ -190,7 +268,13 @@ func applyLLMUpsert(cur *LLMConnection, u LLMConnectionUpsert) error {
 		cur.BaseURL = strings.TrimRight(u.BaseURL, "/")
 	}
 	if cur.BaseURL == "" {
-		cur.BaseURL = defaultBaseURLs[cur.Adapter]
+		cur.BaseURL = llm.DefaultBaseURL(cur.Adapter)
+	}
+	if cur.BaseURL == "" && cur.Adapter == AdapterAzure {
+		return fmt.Errorf("%w: the azure adapter requires a baseURL (https://<resource>.openai.azure.com)", ErrInvalid)
+	}
+	if u.WithDefaultModels != nil {
+		cur.WithDefaultModels = *u.WithDefaultModels
 	}
 	for k := range u.ExtraHeaders {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
@@ -268,20 +352,21 @@ func getLLMConnection(ctx context.Context, c conn, where string, args ...any) (L
 
 func scanLLMConnection(r scanner, extra ...any) (LLMConnection, error) {
 	var (
-		cn                        LLMConnection
-		headerKeys, models, param string
-		timeoutMS                 int64
-		createdAt, updatedAt      int64
+		cn                                LLMConnection
+		headerKeys, models, param, config string
+		withDefaults                      int
+		timeoutMS                         int64
+		createdAt, updatedAt              int64
 	)
 	dest := append([]any{&cn.ID, &cn.ProjectID, &cn.Provider, &cn.Adapter, &cn.BaseURL, &cn.DisplaySecret, &headerKeys, &models,
-		&cn.DefaultModel, &param, &cn.MaxConcurrency, &timeoutMS, &createdAt, &updatedAt}, extra...)
+		&withDefaults, &config, &cn.DefaultModel, &param, &cn.MaxConcurrency, &timeoutMS, &createdAt, &updatedAt}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return LLMConnection{}, err
 	}
 	if err := errors.Join(json.Unmarshal([]byte(headerKeys), &cn.HeaderKeys), json.Unmarshal([]byte(models), &cn.CustomModels)); err != nil {
 		return LLMConnection{}, fmt.Errorf("llm connection %q: %w", cn.ID, err)
 	}
-	cn.DefaultParams = json.RawMessage(param)
+	cn.DefaultParams, cn.Config, cn.WithDefaultModels = json.RawMessage(param), json.RawMessage(config), withDefaults != 0
 	cn.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	cn.CreatedAt, cn.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	return cn, nil

@@ -12,6 +12,52 @@ type migration struct {
 	version int64
 	name    string
 	stmts   []string
+	// sqlite, when set, replaces stmts on SQLite, for the changes it
+	// cannot make with ALTER TABLE.
+	sqlite []string
+	// sqliteSchema are edits of SQLite's stored table definitions, made
+	// after the statements: only changes that every stored row already
+	// satisfies (https://sqlite.org/lang_altertable.html#otheralter).
+	sqliteSchema []schemaEdit
+}
+
+// schemaEdit replaces old with new in a table's CREATE statement.
+type schemaEdit struct{ table, old, new string }
+
+// editSQLiteSchema applies edits to the stored schema and bumps the schema
+// version so that every connection reloads it.
+func editSQLiteSchema(ctx context.Context, c conn, edits []schemaEdit) error {
+	var version int64
+	if err := c.queryRow(ctx, `PRAGMA schema_version`).Scan(&version); err != nil {
+		return err
+	}
+	if _, err := c.exec(ctx, `PRAGMA writable_schema = ON`); err != nil {
+		return err
+	}
+	for _, e := range edits {
+		res, err := c.exec(ctx, `UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ? AND instr(sql, ?) > 0`,
+			e.old, e.new, e.table, e.old)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("table %s: its definition does not hold %q", e.table, e.old)
+		}
+	}
+	if _, err := c.exec(ctx, fmt.Sprintf(`PRAGMA schema_version = %d`, version+1)); err != nil {
+		return err
+	}
+	if _, err := c.exec(ctx, `PRAGMA writable_schema = OFF`); err != nil {
+		return err
+	}
+	var ok string
+	if err := c.queryRow(ctx, `PRAGMA quick_check`).Scan(&ok); err != nil {
+		return fmt.Errorf("schema check after editing: %w", err)
+	}
+	if ok != "ok" {
+		return fmt.Errorf("schema check after editing: %s", ok)
+	}
+	return nil
 }
 
 // migrationLock is the PostgreSQL advisory lock key that serialises
@@ -573,6 +619,29 @@ var migrations = []migration{
 			`ALTER TABLE dataset_run_items ADD COLUMN dataset_version BIGINT`,
 		},
 	},
+	{
+		version: 46,
+		name:    "llm connection adapters, config and default models",
+		stmts: []string{
+			`ALTER TABLE llm_connections DROP CONSTRAINT llm_connections_adapter_check`,
+			`ALTER TABLE llm_connections ADD CONSTRAINT llm_connections_adapter_check
+				CHECK (adapter IN ('openai', 'anthropic', 'azure', 'bedrock', 'google-vertex-ai', 'google-ai-studio'))`,
+			`ALTER TABLE llm_connections ADD COLUMN with_default_models INTEGER NOT NULL DEFAULT 1`,
+			// config is the adapter's settings as a JSON object.
+			`ALTER TABLE llm_connections ADD COLUMN config TEXT NOT NULL DEFAULT '{}'`,
+		},
+		sqlite: []string{
+			`ALTER TABLE llm_connections ADD COLUMN with_default_models INTEGER NOT NULL DEFAULT 1`,
+			`ALTER TABLE llm_connections ADD COLUMN config TEXT NOT NULL DEFAULT '{}'`,
+		},
+		// SQLite cannot alter a CHECK, and rebuilding the table would break
+		// the rules' and experiments' foreign keys to it. Widening a CHECK
+		// leaves every stored row valid, so the schema text is edited, the
+		// procedure SQLite documents for such changes.
+		sqliteSchema: []schemaEdit{{table: "llm_connections",
+			old: `CHECK (adapter IN ('openai', 'anthropic'))`,
+			new: `CHECK (adapter IN ('openai', 'anthropic', 'azure', 'bedrock', 'google-vertex-ai', 'google-ai-studio'))`}},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an
@@ -606,8 +675,17 @@ func (s *Store) migrate(ctx context.Context) error {
 			if applied[m.version] {
 				continue
 			}
-			for _, stmt := range m.stmts {
+			stmts := m.stmts
+			if !s.postgres && m.sqlite != nil {
+				stmts = m.sqlite
+			}
+			for _, stmt := range stmts {
 				if _, err := c.exec(ctx, stmt); err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if !s.postgres && len(m.sqliteSchema) > 0 {
+				if err := editSQLiteSchema(ctx, c, m.sqliteSchema); err != nil {
 					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 				}
 			}

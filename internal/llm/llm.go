@@ -1,8 +1,10 @@
 // Package llm calls chat models for the evaluation workers: the OpenAI chat
-// completions API (and every server compatible with it) and Anthropic's
-// messages API. It asks for structured output where the provider supports
-// it, falls back to plain text where a compatible server refuses it, and
-// tells retryable failures (429, 5xx, timeouts) from permanent ones.
+// completions API (and every server compatible with it) or its Responses
+// API, Anthropic's messages API, Azure OpenAI, the AWS Bedrock Converse
+// API, and Gemini through Google AI Studio or Vertex AI. It asks for
+// structured output where the provider supports it, falls back to plain
+// text where a server refuses it, and tells retryable failures (429, 5xx,
+// timeouts) from permanent ones.
 package llm // import "github.com/glassbox-dev/glassbox/internal/llm"
 
 import (
@@ -14,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +24,12 @@ import (
 
 // Adapters, as the control plane names them.
 const (
-	AdapterOpenAI    = "openai"
-	AdapterAnthropic = "anthropic"
+	AdapterOpenAI         = "openai"
+	AdapterAnthropic      = "anthropic"
+	AdapterAzure          = "azure"
+	AdapterBedrock        = "bedrock"
+	AdapterVertexAI       = "google-vertex-ai"
+	AdapterGoogleAIStudio = "google-ai-studio"
 )
 
 // anthropicVersion is the messages API version the requests are written for.
@@ -38,9 +45,13 @@ const maxResponseBytes = 4 << 20
 // Endpoint is where and as whom to call.
 type Endpoint struct {
 	Adapter string
+	// BaseURL may be empty where the adapter and config imply it.
 	BaseURL string
+	// APIKey is the connection's secret: an API key, Bedrock's AWS keys or
+	// Vertex AI's service account JSON.
 	APIKey  string
 	Headers map[string]string
+	Config  Config
 }
 
 // Message is one chat message.
@@ -117,6 +128,9 @@ func Retryable(err error) (bool, time.Duration) {
 // Client calls providers. It is safe for concurrent use.
 type Client struct {
 	HTTP *http.Client
+
+	// tokens caches Vertex AI access tokens by service account.
+	tokens tokenCache
 }
 
 // CloseIdleConnections releases the client's idle connections.
@@ -126,22 +140,38 @@ func (c *Client) CloseIdleConnections() {
 
 // Complete sends one chat request. ctx bounds the call.
 func (c *Client) Complete(ctx context.Context, ep Endpoint, req Request) (Response, error) {
+	var fn func(context.Context, Endpoint, Request) (Response, error)
 	switch ep.Adapter {
 	case AdapterOpenAI:
-		resp, err := c.openAI(ctx, ep, req)
-		var se *StatusError
-		if req.Schema != nil && errors.As(err, &se) && se.Status == http.StatusBadRequest {
-			// Many compatible servers refuse response_format; the prompt
-			// asks for JSON anyway, so the answer is parsed from the text.
-			plain := req
-			plain.Schema = nil
-			return c.openAI(ctx, ep, plain)
+		fn = c.openAI
+		if ep.Config.UseResponsesAPI {
+			fn = c.responses
 		}
-		return resp, err
+	case AdapterAzure:
+		fn = c.openAI
 	case AdapterAnthropic:
 		return c.anthropic(ctx, ep, req)
+	case AdapterBedrock:
+		fn = c.bedrock
+	case AdapterGoogleAIStudio, AdapterVertexAI:
+		fn = c.gemini
+	default:
+		return Response{}, fmt.Errorf("unknown adapter %q", ep.Adapter)
 	}
-	return Response{}, fmt.Errorf("unknown adapter %q", ep.Adapter)
+	resp, err := fn(ctx, ep, req)
+	var (
+		se *StatusError
+		te *tokenError
+	)
+	if req.Schema != nil && errors.As(err, &se) && se.Status == http.StatusBadRequest && !errors.As(err, &te) {
+		// Many compatible servers (and some models) refuse a response
+		// schema; the prompt asks for JSON anyway, so the answer is
+		// parsed from the text.
+		plain := req
+		plain.Schema = nil
+		return fn(ctx, ep, plain)
+	}
+	return resp, err
 }
 
 // openAIBody is the chat completions request body of req.
@@ -160,12 +190,35 @@ func openAIBody(req Request) map[string]any {
 	return body
 }
 
-func openAIAuth(ep Endpoint) map[string]string {
-	return map[string]string{"Authorization": "Bearer " + ep.APIKey}
+// openAICall is the chat completions call of req: at {base}/chat/completions
+// with a bearer key, or for Azure at the deployment the model names, with
+// its api-key header and api-version.
+func openAICall(ep Endpoint, req Request) call {
+	body := openAIBody(req)
+	if ep.Adapter != AdapterAzure {
+		return call{url: ep.baseURL() + "/chat/completions", header: map[string]string{"Authorization": "Bearer " + ep.APIKey}, body: body}
+	}
+	// The deployment is in the path; Azure takes no model in the body.
+	delete(body, "model")
+	version := ep.Config.APIVersion
+	if version == "" {
+		version = DefaultAzureAPIVersion
+	}
+	base := ep.baseURL()
+	// Langfuse's Azure base URLs end in /openai/deployments; plain resource
+	// URLs (https://name.openai.azure.com) take it appended.
+	switch {
+	case strings.HasSuffix(base, "/openai/deployments"):
+	case strings.HasSuffix(base, "/openai"):
+		base += "/deployments"
+	default:
+		base += "/openai/deployments"
+	}
+	return call{url: base + "/" + url.PathEscape(req.Model) + "/chat/completions?api-version=" + url.QueryEscape(version),
+		header: map[string]string{"api-key": ep.APIKey}, body: body}
 }
 
 func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response, error) {
-	body, headers := openAIBody(req), openAIAuth(ep)
 	var out struct {
 		Model   string `json:"model"`
 		Choices []struct {
@@ -179,11 +232,14 @@ func (c *Client) openAI(ctx context.Context, ep Endpoint, req Request) (Response
 			Total      int64 `json:"total_tokens"`
 		} `json:"usage"`
 	}
-	if err := c.post(ctx, ep, "/chat/completions", headers, body, &out); err != nil {
+	if err := c.post(ctx, ep, openAICall(ep, req), &out); err != nil {
 		return Response{}, err
 	}
 	if len(out.Choices) == 0 {
 		return Response{}, errors.New("provider answered without choices")
+	}
+	if out.Model == "" {
+		out.Model = req.Model
 	}
 	return Response{
 		Content: out.Choices[0].Message.Content, Model: out.Model, Structured: req.Schema != nil,
@@ -222,12 +278,12 @@ func anthropicBody(req Request) map[string]any {
 	return body
 }
 
-func anthropicAuth(ep Endpoint) map[string]string {
-	return map[string]string{"x-api-key": ep.APIKey, "anthropic-version": anthropicVersion}
+func anthropicCall(ep Endpoint, req Request) call {
+	return call{url: ep.baseURL() + "/messages", body: anthropicBody(req),
+		header: map[string]string{"x-api-key": ep.APIKey, "anthropic-version": anthropicVersion}}
 }
 
 func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Response, error) {
-	body, headers := anthropicBody(req), anthropicAuth(ep)
 	var out struct {
 		Model   string `json:"model"`
 		Content []struct {
@@ -241,7 +297,7 @@ func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Respo
 			Output int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := c.post(ctx, ep, "/messages", headers, body, &out); err != nil {
+	if err := c.post(ctx, ep, anthropicCall(ep, req), &out); err != nil {
 		return Response{}, err
 	}
 	resp := Response{Model: out.Model, Usage: Usage{Input: out.Usage.Input, Output: out.Usage.Output, Total: out.Usage.Input + out.Usage.Output}}
@@ -259,14 +315,24 @@ func (c *Client) anthropic(ctx context.Context, ep Endpoint, req Request) (Respo
 	return resp, nil
 }
 
-// send posts body and returns the provider's answer once its status is a
-// success; any other status is a *StatusError.
-func (c *Client) send(ctx context.Context, ep Endpoint, path string, auth map[string]string, body any) (*http.Response, error) {
-	buf, err := json.Marshal(body)
+// call is one HTTP request to a provider.
+type call struct {
+	url    string
+	header map[string]string
+	body   any
+	// sign, when set, authenticates the finished request (Bedrock's
+	// SigV4, which covers the headers and the body).
+	sign func(req *http.Request, body []byte) error
+}
+
+// send posts the call's body and returns the provider's answer once its
+// status is a success; any other status is a *StatusError.
+func (c *Client) send(ctx context.Context, ep Endpoint, cl call) (*http.Response, error) {
+	buf, err := json.Marshal(cl.body)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(ep.BaseURL, "/")+path, bytes.NewReader(buf))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.url, bytes.NewReader(buf))
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
@@ -274,9 +340,19 @@ func (c *Client) send(ctx context.Context, ep Endpoint, path string, auth map[st
 	for k, v := range ep.Headers {
 		req.Header.Set(k, v)
 	}
-	for k, v := range auth {
+	for k, v := range cl.header {
 		req.Header.Set(k, v)
 	}
+	if cl.sign != nil {
+		if err := cl.sign(req, buf); err != nil {
+			return nil, err
+		}
+	}
+	return c.do(req)
+}
+
+// do sends req; a non-success status is a *StatusError.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("call provider: %w", err)
@@ -289,11 +365,16 @@ func (c *Client) send(ctx context.Context, ep Endpoint, path string, auth map[st
 	return resp, nil
 }
 
-func (c *Client) post(ctx context.Context, ep Endpoint, path string, auth map[string]string, body, out any) error {
-	resp, err := c.send(ctx, ep, path, auth, body)
+func (c *Client) post(ctx context.Context, ep Endpoint, cl call, out any) error {
+	resp, err := c.send(ctx, ep, cl)
 	if err != nil {
 		return err
 	}
+	return decodeAnswer(resp, out)
+}
+
+// decodeAnswer reads a JSON answer into out and closes it.
+func decodeAnswer(resp *http.Response, out any) error {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {

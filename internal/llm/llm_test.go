@@ -120,7 +120,7 @@ func TestRetryableFailures(t *testing.T) {
 
 	retry, _ = llm.Retryable(errors.New("bad answer"))
 	assert.False(t, retry)
-	_, err = c.Complete(context.Background(), llm.Endpoint{Adapter: "bedrock"}, req)
+	_, err = c.Complete(context.Background(), llm.Endpoint{Adapter: "cohere"}, req)
 	assert.ErrorContains(t, err, "unknown adapter")
 }
 

@@ -21,29 +21,41 @@ func (c *Client) Stream(ctx context.Context, ep Endpoint, req Request, onText fu
 		return Response{}, errors.New("structured output is not streamed")
 	}
 	var (
-		body  map[string]any
-		auth  map[string]string
-		path  string
+		cl    call
 		parse func(data []byte, resp *Response) (string, error)
 	)
 	switch ep.Adapter {
-	case AdapterOpenAI:
-		body, auth, path, parse = openAIBody(req), openAIAuth(ep), "/chat/completions", openAIChunk
-		body["stream_options"] = map[string]any{"include_usage": true}
+	case AdapterOpenAI, AdapterAzure:
+		if ep.Config.UseResponsesAPI && ep.Adapter == AdapterOpenAI {
+			cl, parse = responsesCall(ep, req), responsesEvent
+			break
+		}
+		cl, parse = openAICall(ep, req), openAIChunk
+		cl.body.(map[string]any)["stream_options"] = map[string]any{"include_usage": true}
 	case AdapterAnthropic:
-		body, auth, path, parse = anthropicBody(req), anthropicAuth(ep), "/messages", anthropicEvent
+		cl, parse = anthropicCall(ep, req), anthropicEvent
+	case AdapterGoogleAIStudio, AdapterVertexAI:
+		var err error
+		if cl, err = c.geminiCall(ctx, ep, req, true); err != nil {
+			return Response{}, err
+		}
+		parse = geminiChunk
+	case AdapterBedrock:
+		return c.bedrockStream(ctx, ep, req, onText)
 	default:
 		return Response{}, fmt.Errorf("unknown adapter %q", ep.Adapter)
 	}
-	body["stream"] = true
-	httpResp, err := c.send(ctx, ep, path, auth, body)
+	if body, ok := cl.body.(map[string]any); ok && ep.Adapter != AdapterGoogleAIStudio && ep.Adapter != AdapterVertexAI {
+		body["stream"] = true // Gemini streams by its method name
+	}
+	httpResp, err := c.send(ctx, ep, cl)
 	if err != nil {
 		return Response{}, err
 	}
 	defer httpResp.Body.Close()
 	var (
 		resp Response
-		text strings.Builder
+		text pieces
 	)
 	lines := bufio.NewScanner(httpResp.Body)
 	lines.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
@@ -60,20 +72,34 @@ func (c *Client) Stream(ctx context.Context, ep Endpoint, req Request, onText fu
 		if err != nil {
 			return Response{}, err
 		}
-		if piece != "" {
-			if text.Len()+len(piece) > maxResponseBytes {
-				return Response{}, errors.New("provider answer too long")
-			}
-			text.WriteString(piece)
-			onText(piece)
+		if err := text.add(piece, onText); err != nil {
+			return Response{}, err
 		}
 	}
 	if err := lines.Err(); err != nil {
 		return Response{}, fmt.Errorf("read provider stream: %w", err)
 	}
+	if resp.Model == "" {
+		resp.Model = req.Model
+	}
 	resp.Content = text.String()
 	resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
 	return resp, nil
+}
+
+// pieces collects a streamed answer up to maxResponseBytes.
+type pieces struct{ strings.Builder }
+
+func (p *pieces) add(piece string, onText func(string)) error {
+	if piece == "" {
+		return nil
+	}
+	if p.Len()+len(piece) > maxResponseBytes {
+		return errors.New("provider answer too long")
+	}
+	_, _ = p.WriteString(piece)
+	onText(piece)
+	return nil
 }
 
 // openAIChunk reads one chat.completion.chunk: a piece of the answer, and

@@ -116,7 +116,7 @@ func (h *handlers) endpoint(ctx context.Context, projectID string, v variant) (l
 	if err != nil {
 		return llm.Endpoint{}, creds, fmt.Errorf("llm connection: %w", err)
 	}
-	return llm.Endpoint{Adapter: creds.Adapter, BaseURL: creds.BaseURL, APIKey: creds.SecretKey, Headers: creds.ExtraHeaders}, creds, nil
+	return creds.Endpoint(), creds, nil
 }
 
 // submit handles the form without scripts: `op=run` runs every variant

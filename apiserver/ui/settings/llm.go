@@ -2,6 +2,7 @@ package settings
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ type llmData struct {
 	Adapters []string
 }
 
-type llmForm struct{ Provider, Adapter, BaseURL, DefaultModel string }
+type llmForm struct{ Provider, Adapter, BaseURL, Config, DefaultModel string }
 
 type llmTest struct {
 	Provider string
@@ -46,7 +47,7 @@ func (h *handlers) llmData(r *web.Request) (*llmData, error) {
 		return nil, err
 	}
 	return &llmData{Tabs: tabs(r, "llm-connections"), Connections: cs, Sealed: h.llm.Box != nil,
-		Form: llmForm{Adapter: controlplane.AdapterOpenAI}, Adapters: []string{controlplane.AdapterOpenAI, controlplane.AdapterAnthropic}}, nil
+		Form: llmForm{Adapter: controlplane.AdapterOpenAI}, Adapters: llm.Adapters()}, nil
 }
 
 // llmConnections lists the project's LLM connections, their keys only in
@@ -60,27 +61,28 @@ func (h *handlers) llmConnections(r *web.Request) error {
 }
 
 // saveLLMConnection adds a connection (or replaces one of the same name);
-// the key is sealed and never shown again. The base URL is checked against
-// the operator's host policy as the API checks it.
+// the key is sealed and never shown again.
 func (h *handlers) saveLLMConnection(r *web.Request) error {
 	f := llmForm{Provider: strings.TrimSpace(r.PostFormValue("provider")), Adapter: r.PostFormValue("adapter"),
-		BaseURL: strings.TrimSpace(r.PostFormValue("base_url")), DefaultModel: strings.TrimSpace(r.PostFormValue("default_model"))}
+		BaseURL: strings.TrimSpace(r.PostFormValue("base_url")), Config: strings.TrimSpace(r.PostFormValue("config")),
+		DefaultModel: strings.TrimSpace(r.PostFormValue("default_model"))}
 	secret := strings.TrimSpace(r.PostFormValue("secret_key"))
-	var err error
-	switch {
-	case h.llm.Box == nil:
-		err = errors.New("this server has no GLASSBOX_ENCRYPTION_KEY, so it cannot store keys")
-	case f.BaseURL != "":
-		err = h.llm.Hosts.CheckURL(f.BaseURL)
+	var config json.RawMessage
+	if f.Config != "" {
+		config = json.RawMessage(f.Config)
 	}
-	if err == nil {
+	var err error
+	if h.llm.Box == nil {
+		err = errors.Join(controlplane.ErrInvalid, errors.New("this server has no GLASSBOX_ENCRYPTION_KEY, so it cannot store keys"))
+	} else {
+		// The store holds every host the key will go to against the
+		// operator's policy, as the API does.
 		_, err = h.store.UpsertLLMConnection(r.Context(), h.llm.Box, r.Project.ID, controlplane.LLMConnectionUpsert{Provider: f.Provider,
-			Adapter: f.Adapter, SecretKey: secret, BaseURL: f.BaseURL, DefaultModel: &f.DefaultModel})
+			Adapter: f.Adapter, SecretKey: secret, BaseURL: f.BaseURL, Config: config, DefaultModel: &f.DefaultModel,
+			CheckURL: h.llm.Hosts.CheckURL})
 		if err == nil {
 			return r.Redirect(r.Path("project", r.Project.ID, "settings", "llm-connections"))
 		}
-	} else {
-		err = errors.Join(controlplane.ErrInvalid, err)
 	}
 	return failed(h, r, err, "llm", func(r *web.Request) (*llmData, error) {
 		d, err := h.llmData(r)
@@ -114,7 +116,7 @@ func (h *handlers) testLLMConnection(r *web.Request) error {
 	d.Tested = &llmTest{Provider: creds.Provider}
 	ctx, cancel := context.WithTimeout(r.Context(), testTimeout)
 	defer cancel()
-	resp, err := h.llm.Client.Complete(ctx, llm.Endpoint{Adapter: creds.Adapter, BaseURL: creds.BaseURL, APIKey: creds.SecretKey, Headers: creds.ExtraHeaders},
+	resp, err := h.llm.Client.Complete(ctx, creds.Endpoint(),
 		llm.Request{Model: creds.DefaultModel, Messages: []llm.Message{{Role: "user", Content: "Reply with the word OK."}},
 			Params: map[string]any{"max_tokens": 5}})
 	if err != nil {

@@ -67,4 +67,22 @@ func TestLLMConnections(t *testing.T) {
 	cs, _, err = env.Store.ListLLMConnections(t.Context(), env.ProjectID, 0, 10)
 	require.NoError(t, err)
 	assert.Empty(t, cs)
+
+	// A Bedrock connection takes its region in the config, and its test
+	// call is signed for it.
+	aws := url.Values{"provider": {"aws"}, "adapter": {"bedrock"}, "secret_key": {fake.AWS("AKIDEXAMPLE", "aws-secret", "", "eu-west-1")},
+		"base_url": {fake.Root()}, "default_model": {"anthropic.claude-3-haiku-20240307-v1:0"}}
+	res = c.Post(page, aws)
+	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Contains(t, res.Body, "requires {&#34;region&#34;")
+	aws.Set("config", `{"region":"eu-west-1"}`)
+	require.Equal(t, http.StatusSeeOther, c.Post(page, aws).Status)
+	cs, _, err = env.Store.ListLLMConnections(t.Context(), env.ProjectID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	res = c.Post(page+"/"+cs[0].ID+"/test", url.Values{})
+	assert.Contains(t, res.Body, "the provider answered “OK”")
+	last := fake.Requests()[len(fake.Requests())-1]
+	assert.Equal(t, llmtest.KindBedrock, last.Kind)
+	assert.Contains(t, last.Header.Get("Authorization"), "/eu-west-1/bedrock/aws4_request")
 }
