@@ -135,6 +135,13 @@ var attacks = map[string]attack{
 		}},
 	"GET /api/public/models/{id}":    {auth: projectKey, target: fixed("/api/public/models/model-b"), check: notFound},
 	"DELETE /api/public/models/{id}": {auth: projectKey, target: fixed("/api/public/models/model-b"), check: notFound},
+	"PUT /api/public/models/{id}": {auth: projectKey, target: fixed("/api/public/models/model-b"),
+		body: func(server) any {
+			return map[string]any{"modelName": "hijacked", "matchPattern": "^hijacked$", "inputPrice": 0}
+		},
+		check: func(t *testing.T, s server, rec *httptest.ResponseRecorder) {
+			require.Equal(t, http.StatusConflict, rec.Code, "b's model id is not a's to overwrite: %s", rec.Body.String())
+		}},
 	"GET /api/public/projects/{projectId}/settings": {auth: projectKey,
 		target: func(s server) string { return "/api/public/projects/" + s.b.ProjectID + "/settings" }, check: notFound},
 	"PUT /api/public/projects/{projectId}/settings": {auth: projectKey,

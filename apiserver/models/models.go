@@ -22,6 +22,7 @@ import (
 // Store is what the routes need from the control plane store.
 type Store interface {
 	CreateModel(ctx context.Context, projectID string, m pricing.Model) (pricing.Model, error)
+	UpsertModel(ctx context.Context, projectID string, m pricing.Model) (pricing.Model, error)
 	GetModel(ctx context.Context, projectID, id string) (pricing.Model, error)
 	ListModels(ctx context.Context, projectID string) ([]pricing.Model, error)
 	DeleteModel(ctx context.Context, projectID, id string) error
@@ -127,6 +128,11 @@ func Routes(store Store) []httpx.Route {
 				Summary: "A model definition of the project or of the built-in catalogue."},
 		},
 		{
+			Method: http.MethodPut, Path: "/api/public/models/{id}", Access: httpx.ProjectKey, Handler: h.upsert,
+			Doc: httpx.Doc{OperationID: "models_upsert", Tag: "Models", Body: CreateModelRequest{}, Response: Model{},
+				Summary: "Create the model definition with this id, or replace the project's definition that has it."},
+		},
+		{
 			Method: http.MethodDelete, Path: "/api/public/models/{id}", Access: httpx.ProjectKey, Handler: h.delete,
 			Doc: httpx.Doc{OperationID: "models_delete", Tag: "Models", Response: DeletionResponse{},
 				Summary: "Delete one of the project's model definitions; built-in ones cannot be deleted."},
@@ -190,6 +196,22 @@ func (h handlers) get(r *http.Request) (any, error) {
 }
 
 func (h handlers) create(r *http.Request) (any, error) {
+	return h.write(r, "")
+}
+
+func (h handlers) upsert(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	if _, ok, err := h.findBuiltin(id); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, httpx.BadRequest("Model %s is built in and cannot be replaced; create a project model to override it", id)
+	}
+	return h.write(r, id)
+}
+
+// write stores the body's definition: a new one, or under id (PUT).
+func (h handlers) write(r *http.Request, id string) (any, error) {
 	var req CreateModelRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return nil, err
@@ -198,8 +220,16 @@ func (h handlers) create(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := h.store.CreateModel(r.Context(), httpx.ProjectID(r), m)
+	var stored pricing.Model
+	if id == "" {
+		stored, err = h.store.CreateModel(r.Context(), httpx.ProjectID(r), m)
+	} else {
+		m.ID = id
+		stored, err = h.store.UpsertModel(r.Context(), httpx.ProjectID(r), m)
+	}
 	switch {
+	case errors.Is(err, controlplane.ErrConflict) && id != "" && h.idElsewhere(r, id):
+		return nil, httpx.Conflict("Model id %s is used by another project; choose another id", id)
 	case errors.Is(err, controlplane.ErrConflict):
 		return nil, httpx.BadRequest("A model named %q with this start date already exists in the project", req.ModelName)
 	case errors.Is(err, controlplane.ErrInvalid):
@@ -207,7 +237,7 @@ func (h handlers) create(r *http.Request) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	return toModel(created), nil
+	return toModel(stored), nil
 }
 
 func (h handlers) delete(r *http.Request) (any, error) {
@@ -227,6 +257,13 @@ func (h handlers) delete(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return DeletionResponse{Message: "Model successfully deleted"}, nil
+}
+
+// idElsewhere reports whether a conflicting upsert's id is not the
+// project's own, so another project holds it.
+func (h handlers) idElsewhere(r *http.Request, id string) bool {
+	_, err := h.store.GetModel(r.Context(), httpx.ProjectID(r), id)
+	return errors.Is(err, controlplane.ErrNotFound)
 }
 
 func (h handlers) findBuiltin(id string) (pricing.Model, bool, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,4 +182,37 @@ func TestCreateValidation(t *testing.T) {
 	}
 	status(t, apitest.Do(t, h, http.MethodPost, "/api/public/models", a.ProjectAuth, valid()), http.StatusOK)
 	status(t, apitest.Do(t, h, http.MethodPost, "/api/public/models", a.ProjectAuth, valid()), http.StatusBadRequest)
+}
+
+// PUT /models/{id} creates under the id, then replaces the project's own
+// definition; another project's id and built-in ids are refused.
+func TestUpsert(t *testing.T) {
+	h, a, b := setup(t)
+	body := func(price float64) map[string]any {
+		return map[string]any{"modelName": "acme-llm", "matchPattern": "(?i)^acme-llm$", "unit": "TOKENS", "inputPrice": price}
+	}
+	rec := apitest.Do(t, h, http.MethodPut, "/api/public/models/acme-1", a.ProjectAuth, body(1e-6))
+	status(t, rec, http.StatusOK)
+	assert.Equal(t, "acme-1", apitest.Decode[Model](t, rec).ID)
+	rec = apitest.Do(t, h, http.MethodPut, "/api/public/models/acme-1", a.ProjectAuth, body(3e-6))
+	status(t, rec, http.StatusOK)
+	replaced := apitest.Decode[Model](t, rec)
+	require.NotNil(t, replaced.InputPrice)
+	assert.Equal(t, 3e-6, *replaced.InputPrice)
+	got := apitest.Decode[Model](t, apitest.Do(t, h, http.MethodGet, "/api/public/models/acme-1", a.ProjectAuth, nil))
+	assert.Equal(t, replaced, got)
+
+	rec = apitest.Do(t, h, http.MethodPut, "/api/public/models/acme-1", b.ProjectAuth, body(9e-6))
+	status(t, rec, http.StatusConflict)
+	assert.Contains(t, rec.Body.String(), "another project")
+	got = apitest.Decode[Model](t, apitest.Do(t, h, http.MethodGet, "/api/public/models/acme-1", a.ProjectAuth, nil))
+	assert.Equal(t, 3e-6, *got.InputPrice, "another project cannot overwrite it")
+
+	listed := apitest.Decode[httpx.List[Model]](t, apitest.Do(t, h, http.MethodGet, "/api/public/models?limit=100", a.ProjectAuth, nil))
+	i := slices.IndexFunc(listed.Data, func(m Model) bool { return m.IsLangfuseManaged })
+	require.GreaterOrEqual(t, i, 0, "the catalogue lists built-in models")
+	rec = apitest.Do(t, h, http.MethodPut, "/api/public/models/"+listed.Data[i].ID, a.ProjectAuth, body(1))
+	status(t, rec, http.StatusBadRequest)
+	assert.Contains(t, rec.Body.String(), "built in")
+	status(t, apitest.Do(t, h, http.MethodPut, "/api/public/models/acme-2", a.ProjectAuth, map[string]any{"modelName": "x"}), http.StatusBadRequest)
 }

@@ -13,9 +13,8 @@ import (
 )
 
 // A project's model definitions price its generations before the built-in
-// catalogue does (see internal/pricing). A definition is immutable: a price
-// change is a new definition with a later start date, and a mistake is
-// deleted and created again.
+// catalogue does (see internal/pricing). A price change is a new definition
+// with a later start date; UpsertModel replaces a definition by id.
 
 const modelColumns = `id, project_id, model_name, match_pattern, start_date, unit, tokenizer_id, tokenizer_config,
 	pricing_tiers, created_at, updated_at`
@@ -27,6 +26,16 @@ func (s *Store) CreateModel(ctx context.Context, projectID string, m pricing.Mod
 	if m.ID == "" {
 		m.ID = uuid.NewString()
 	}
+	return s.writeModel(ctx, projectID, m, false)
+}
+
+// UpsertModel stores the definition under m.ID, replacing the project's
+// definition with that id. An id another project uses is ErrConflict.
+func (s *Store) UpsertModel(ctx context.Context, projectID string, m pricing.Model) (pricing.Model, error) {
+	return s.writeModel(ctx, projectID, m, true)
+}
+
+func (s *Store) writeModel(ctx context.Context, projectID string, m pricing.Model, replace bool) (pricing.Model, error) {
 	if err := checkID("model", m.ID); err != nil {
 		return pricing.Model{}, err
 	}
@@ -61,10 +70,21 @@ func (s *Store) CreateModel(ctx context.Context, projectID string, m pricing.Mod
 		start = m.StartDate.UnixMicro()
 	}
 	now := s.micros()
-	if _, err := s.conn().exec(ctx, `INSERT INTO models (`+modelColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, projectID, m.Name, m.MatchPattern, start, m.Unit, m.TokenizerID, tokenizerConfig, string(tiers), now, now,
-	); err != nil {
-		return pricing.Model{}, fmt.Errorf("create model %q in project %q: %w", m.Name, projectID, classify(err))
+	stmt := `INSERT INTO models (` + modelColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if replace {
+		// The WHERE keeps another project's definition of the same id.
+		stmt += ` ON CONFLICT (id) DO UPDATE SET model_name = excluded.model_name, match_pattern = excluded.match_pattern,
+			start_date = excluded.start_date, unit = excluded.unit, tokenizer_id = excluded.tokenizer_id,
+			tokenizer_config = excluded.tokenizer_config, pricing_tiers = excluded.pricing_tiers, updated_at = excluded.updated_at
+			WHERE models.project_id = excluded.project_id`
+	}
+	res, err := s.conn().exec(ctx, stmt,
+		m.ID, projectID, m.Name, m.MatchPattern, start, m.Unit, m.TokenizerID, tokenizerConfig, string(tiers), now, now)
+	if err != nil {
+		return pricing.Model{}, fmt.Errorf("store model %q in project %q: %w", m.Name, projectID, classify(err))
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return pricing.Model{}, fmt.Errorf("%w: model id %q is taken", ErrConflict, m.ID)
 	}
 	s.changed(ctx, ChangeModels)
 	return s.GetModel(ctx, projectID, m.ID)
