@@ -50,19 +50,17 @@ var dashboardAttacks = map[string]attack{
 	"POST /api/public/unstable/dashboards": {auth: projectKey, target: fixed("/api/public/unstable/dashboards"),
 		body: func(server) any {
 			return map[string]any{"name": "mine", "definition": map[string]any{"widgets": []any{
-				map[string]any{"type": "widget", "id": "x", "widgetId": dashboardSeed.widget, "x": 0, "y": 0, "x_size": 6, "y_size": 6}}}}
+				map[string]any{"type": "widget", "id": "x", "widgetId": dashboardSeed.widget, "x": 0, "y": 0, "width": 6, "height": 6}}}}
 		}, check: notFound},
 	"GET /api/public/unstable/dashboards/{dashboardId}":    {auth: projectKey, target: dashOfB(""), check: notFound},
 	"PATCH /api/public/unstable/dashboards/{dashboardId}":  {auth: projectKey, target: dashOfB(""), body: func(server) any { return map[string]any{"name": "hijacked"} }, check: notFound},
 	"DELETE /api/public/unstable/dashboards/{dashboardId}": {auth: projectKey, target: dashOfB(""), check: notFound},
-	"POST /api/public/unstable/dashboards/{dashboardId}/widgets": {auth: projectKey, target: dashOfB("/widgets"),
+	"POST /api/public/unstable/dashboards/{dashboardId}/placements": {auth: projectKey, target: dashOfB("/placements"),
 		body: func(server) any { return map[string]any{"type": "preset", "presetId": "p"} }, check: notFound},
-	"PATCH /api/public/unstable/dashboards/{dashboardId}/widgets/{placementId}": {auth: projectKey, target: dashOfB("/widgets/tile-of-b"),
-		body: func(server) any {
-			return map[string]any{"type": "preset", "id": "tile-of-b", "presetId": "p", "x": 0, "y": 0, "x_size": 1, "y_size": 1}
-		}, check: notFound},
-	"DELETE /api/public/unstable/dashboards/{dashboardId}/widgets/{placementId}": {auth: projectKey, target: dashOfB("/widgets/tile-of-b"), check: notFound},
-	"GET /api/public/unstable/dashboard-widgets":                                 {auth: projectKey, target: fixed("/api/public/unstable/dashboard-widgets"), check: noDashboardOfB},
+	"PATCH /api/public/unstable/dashboards/{dashboardId}/placements/{placementId}": {auth: projectKey, target: dashOfB("/placements/tile-of-b"),
+		body: func(server) any { return map[string]any{"x": 0, "y": 0, "width": 1, "height": 1} }, check: notFound},
+	"DELETE /api/public/unstable/dashboards/{dashboardId}/placements/{placementId}": {auth: projectKey, target: dashOfB("/placements/tile-of-b"), check: notFound},
+	"GET /api/public/unstable/dashboard-widgets":                                    {auth: projectKey, target: fixed("/api/public/unstable/dashboard-widgets"), check: noDashboardOfB},
 	"POST /api/public/unstable/dashboard-widgets": {auth: projectKey, target: fixed("/api/public/unstable/dashboard-widgets"),
 		body: func(server) any {
 			return map[string]any{"name": "mine", "view": "observations", "metrics": []any{map[string]any{"measure": "count", "agg": "count"}},

@@ -36,47 +36,96 @@ type Store interface {
 
 // Dashboard is a dashboard as the API answers it.
 type Dashboard struct {
-	ID          string                           `json:"id"`
-	CreatedAt   httpx.Timestamp                  `json:"createdAt"`
-	UpdatedAt   httpx.Timestamp                  `json:"updatedAt"`
-	Name        string                           `json:"name"`
-	Description string                           `json:"description"`
-	Definition  controlplane.DashboardDefinition `json:"definition"`
-	Filters     json.RawMessage                  `json:"filters"`
+	ID          string          `json:"id"`
+	CreatedAt   httpx.Timestamp `json:"createdAt"`
+	UpdatedAt   httpx.Timestamp `json:"updatedAt"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Definition  Definition      `json:"definition"`
+	Filters     json.RawMessage `json:"filters"`
 }
 
-// DashboardWithPlacement answers the creation of a placement.
-type DashboardWithPlacement struct {
-	Dashboard
-	PlacementID string `json:"placementId"`
+// Definition is a dashboard's grid.
+type Definition struct {
+	Widgets []Placement `json:"widgets"`
+}
+
+// Placement is a tile as Langfuse's API writes it: its size is width and
+// height (the store keeps Langfuse's column names, x_size and y_size).
+type Placement struct {
+	Type     string `json:"type"` // widget or preset
+	ID       string `json:"id"`
+	WidgetID string `json:"widgetId,omitempty"`
+	PresetID string `json:"presetId,omitempty"`
+	X        int    `json:"x"`
+	Y        int    `json:"y"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+}
+
+func toPlacement(p controlplane.Placement) Placement {
+	return Placement{Type: p.Type, ID: p.ID, WidgetID: p.WidgetID, PresetID: p.PresetID, X: p.X, Y: p.Y, Width: p.XSize, Height: p.YSize}
+}
+
+func (p Placement) stored() controlplane.Placement {
+	return controlplane.Placement{Type: p.Type, ID: p.ID, WidgetID: p.WidgetID, PresetID: p.PresetID, X: p.X, Y: p.Y, XSize: p.Width, YSize: p.Height}
+}
+
+// stored is the definition as the store keeps it; nil stays nil.
+func (d *Definition) stored() *controlplane.DashboardDefinition {
+	if d == nil {
+		return nil
+	}
+	out := &controlplane.DashboardDefinition{Widgets: make([]controlplane.Placement, 0, len(d.Widgets))}
+	for _, p := range d.Widgets {
+		out.Widgets = append(out.Widgets, p.stored())
+	}
+	return out
 }
 
 // CreateDashboardRequest creates a dashboard.
 type CreateDashboardRequest struct {
-	Name        string                            `json:"name"`
-	Description string                            `json:"description,omitempty"`
-	Definition  *controlplane.DashboardDefinition `json:"definition,omitempty"`
-	Filters     json.RawMessage                   `json:"filters,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Definition  *Definition     `json:"definition,omitempty"`
+	Filters     json.RawMessage `json:"filters,omitempty"`
 }
 
 // UpdateDashboardRequest changes the fields it has.
 type UpdateDashboardRequest struct {
-	Name        *string                           `json:"name,omitempty"`
-	Description *string                           `json:"description,omitempty"`
-	Definition  *controlplane.DashboardDefinition `json:"definition,omitempty"`
-	Filters     json.RawMessage                   `json:"filters,omitempty"`
+	Name        *string         `json:"name,omitempty"`
+	Description *string         `json:"description,omitempty"`
+	Definition  *Definition     `json:"definition,omitempty"`
+	Filters     json.RawMessage `json:"filters,omitempty"`
 }
 
-// PlacementRequest adds a placement; positions are optional.
+// PlacementRequest adds a placement; position and size are optional.
 type PlacementRequest struct {
 	Type     string `json:"type"`
 	ID       string `json:"id,omitempty"`
 	WidgetID string `json:"widgetId,omitempty"`
 	PresetID string `json:"presetId,omitempty"`
-	X        *int   `json:"x,omitempty"`
-	Y        *int   `json:"y,omitempty"`
-	XSize    *int   `json:"x_size,omitempty"`
-	YSize    *int   `json:"y_size,omitempty"`
+	PlacementUpdate
+}
+
+// PlacementUpdate moves or resizes a placement: the fields it has.
+type PlacementUpdate struct {
+	X      *int `json:"x,omitempty"`
+	Y      *int `json:"y,omitempty"`
+	Width  *int `json:"width,omitempty"`
+	Height *int `json:"height,omitempty"`
+}
+
+// apply sets p's position and size from the fields u has.
+func (u PlacementUpdate) apply(p *controlplane.Placement) {
+	for _, f := range []struct {
+		dst *int
+		src *int
+	}{{&p.X, u.X}, {&p.Y, u.Y}, {&p.XSize, u.Width}, {&p.YSize, u.Height}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
 }
 
 // Widget is a dashboard widget as the API answers it.
@@ -166,13 +215,13 @@ func Routes(store Store) []httpx.Route {
 			Doc: doc("dashboards_update", "Change a dashboard's name, description, grid or filters.", UpdateDashboardRequest{}, Dashboard{})},
 		{Method: http.MethodDelete, Path: base + "/{dashboardId}", Access: key, Handler: h.delete,
 			Doc: doc("dashboards_delete", "Delete a dashboard (its widgets stay).", nil, DeletionResponse{})},
-		{Method: http.MethodPost, Path: base + "/{dashboardId}/widgets", Access: key, Handler: h.addPlacement,
+		{Method: http.MethodPost, Path: base + "/{dashboardId}/placements", Access: key, Handler: h.addPlacement,
 			Doc: doc("dashboards_addPlacement", "Place a widget or a preset on the grid; without a position it goes below the rest, 6x6.",
-				PlacementRequest{}, DashboardWithPlacement{})},
-		{Method: http.MethodPatch, Path: base + "/{dashboardId}/widgets/{placementId}", Access: key, Handler: h.updatePlacement,
-			Doc: doc("dashboards_updatePlacement", "Move or resize a placement (the whole placement).", controlplane.Placement{}, Dashboard{})},
-		{Method: http.MethodDelete, Path: base + "/{dashboardId}/widgets/{placementId}", Access: key, Handler: h.deletePlacement,
-			Doc: doc("dashboards_deletePlacement", "Remove a placement from the grid.", nil, Dashboard{})},
+				PlacementRequest{}, Placement{})},
+		{Method: http.MethodPatch, Path: base + "/{dashboardId}/placements/{placementId}", Access: key, Handler: h.updatePlacement,
+			Doc: doc("dashboards_updatePlacement", "Move or resize a placement.", PlacementUpdate{}, Placement{})},
+		{Method: http.MethodDelete, Path: base + "/{dashboardId}/placements/{placementId}", Access: key, Handler: h.deletePlacement,
+			Doc: doc("dashboards_deletePlacement", "Remove a placement from the grid.", nil, DeletionResponse{})},
 
 		{Method: http.MethodGet, Path: wb, Access: key, Handler: h.listWidgets,
 			Doc: httpx.Doc{OperationID: "dashboardWidgets_list", Tag: tag, Summary: "The project's widgets, most recently changed first.",
@@ -189,8 +238,12 @@ func Routes(store Store) []httpx.Route {
 }
 
 func toDashboard(d controlplane.Dashboard) Dashboard {
+	def := Definition{Widgets: make([]Placement, 0, len(d.Definition.Widgets))}
+	for _, p := range d.Definition.Widgets {
+		def.Widgets = append(def.Widgets, toPlacement(p))
+	}
 	return Dashboard{ID: d.ID, CreatedAt: httpx.Timestamp(d.CreatedAt), UpdatedAt: httpx.Timestamp(d.UpdatedAt), Name: d.Name,
-		Description: d.Description, Definition: d.Definition, Filters: d.Filters}
+		Description: d.Description, Definition: def, Filters: d.Filters}
 }
 
 func toWidget(w controlplane.DashboardWidget) Widget {
@@ -222,8 +275,8 @@ func (h handlers) create(r *http.Request) (any, error) {
 		return nil, err
 	}
 	n := controlplane.NewDashboard{Name: req.Name, Description: req.Description, Filters: req.Filters}
-	if req.Definition != nil {
-		n.Definition = *req.Definition
+	if def := req.Definition.stored(); def != nil {
+		n.Definition = *def
 	}
 	d, err := h.store.CreateDashboard(r.Context(), httpx.ProjectID(r), n)
 	if err != nil {
@@ -246,7 +299,7 @@ func (h handlers) update(r *http.Request) (any, error) {
 		return nil, err
 	}
 	d, err := h.store.UpdateDashboard(r.Context(), httpx.ProjectID(r), r.PathValue("dashboardId"), controlplane.DashboardUpdate{
-		Name: req.Name, Description: req.Description, Definition: req.Definition, Filters: req.Filters})
+		Name: req.Name, Description: req.Description, Definition: req.Definition.stored(), Filters: req.Filters})
 	if err != nil {
 		return nil, storeError(err, "Dashboard")
 	}
@@ -266,42 +319,51 @@ func (h handlers) addPlacement(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p := controlplane.Placement{Type: req.Type, ID: req.ID, WidgetID: req.WidgetID, PresetID: req.PresetID}
-	for _, f := range []struct {
-		dst *int
-		src *int
-	}{{&p.X, req.X}, {&p.Y, req.Y}, {&p.XSize, req.XSize}, {&p.YSize, req.YSize}} {
-		if f.src != nil {
-			*f.dst = *f.src
-		}
-	}
+	req.apply(&p)
 	d, id, err := h.store.AddPlacement(r.Context(), httpx.ProjectID(r), r.PathValue("dashboardId"), p, req.Y != nil)
 	if err != nil {
 		return nil, storeError(err, "Dashboard or widget")
 	}
-	return DashboardWithPlacement{Dashboard: toDashboard(d), PlacementID: id}, nil
+	return placementOf(d, id)
 }
 
 func (h handlers) updatePlacement(r *http.Request) (any, error) {
-	var p controlplane.Placement
-	if err := httpx.DecodeJSON(r, &p); err != nil {
+	var req PlacementUpdate
+	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return nil, err
 	}
-	if p.ID != r.PathValue("placementId") {
-		return nil, httpx.Conflict("The placement id in the body (%q) is not the one in the path", p.ID)
-	}
-	d, err := h.store.UpdatePlacement(r.Context(), httpx.ProjectID(r), r.PathValue("dashboardId"), p)
+	project, dashboardID, id := httpx.ProjectID(r), r.PathValue("dashboardId"), r.PathValue("placementId")
+	d, err := h.store.GetDashboard(r.Context(), project, dashboardID)
 	if err != nil {
+		return nil, storeError(err, "Dashboard")
+	}
+	i := slices.IndexFunc(d.Definition.Widgets, func(p controlplane.Placement) bool { return p.ID == id })
+	if i < 0 {
+		return nil, httpx.NotFound("Placement %s not found on the dashboard", id)
+	}
+	p := d.Definition.Widgets[i]
+	req.apply(&p)
+	if d, err = h.store.UpdatePlacement(r.Context(), project, dashboardID, p); err != nil {
 		return nil, storeError(err, "Dashboard or placement")
 	}
-	return toDashboard(d), nil
+	return placementOf(d, id)
+}
+
+// placementOf answers the placement id of d.
+func placementOf(d controlplane.Dashboard, id string) (Placement, error) {
+	for _, p := range d.Definition.Widgets {
+		if p.ID == id {
+			return toPlacement(p), nil
+		}
+	}
+	return Placement{}, httpx.NotFound("Placement %s not found on the dashboard", id)
 }
 
 func (h handlers) deletePlacement(r *http.Request) (any, error) {
-	d, err := h.store.DeletePlacement(r.Context(), httpx.ProjectID(r), r.PathValue("dashboardId"), r.PathValue("placementId"))
-	if err != nil {
+	if _, err := h.store.DeletePlacement(r.Context(), httpx.ProjectID(r), r.PathValue("dashboardId"), r.PathValue("placementId")); err != nil {
 		return nil, storeError(err, "Dashboard or placement")
 	}
-	return toDashboard(d), nil
+	return DeletionResponse{Message: "Placement successfully deleted"}, nil
 }
 
 func (h handlers) listWidgets(r *http.Request) (any, error) {
