@@ -164,11 +164,19 @@ describe("Glassbox resources through the Langfuse SDK", { skip }, () => {
     assert.equal(fetched.items.length, 3);
     assert.equal(fetched.id, dataset.id);
 
-    // The attachment was uploaded and can be read back.
+    // The attachment was uploaded; the item's mediaReferences let the SDK
+    // hydrate it into a reference with a signed URL.
     const withMedia = fetched.items.find((it) => it.metadata?.index === 0);
-    const reference = String(withMedia.input.map);
+    const hydrated = withMedia.input.map;
+    const reference = hydrated.referenceString;
     const mediaId = /\|id=([^|]+)\|/.exec(reference)?.[1];
-    assert.ok(mediaId, `a media reference in ${reference}`);
+    assert.ok(mediaId, `a media reference in ${JSON.stringify(hydrated)}`);
+    assert.equal(hydrated.mediaId, mediaId);
+    assert.equal(hydrated.contentLength, png.length);
+    assert.equal(JSON.parse(JSON.stringify(withMedia.input)).map, reference,
+      "the hydrated reference serialises back to the reference string");
+    const viaSDK = await fetch(hydrated.url);
+    assert.deepEqual(Buffer.from(await viaSDK.arrayBuffer()), png);
     const media = await langfuse.api.media.get(mediaId);
     assert.equal(media.contentType, "image/png");
     assert.equal(media.contentLength, png.length);
