@@ -122,6 +122,9 @@ type ClickHouseConfig struct {
 	// (retentionDays) older than it are deleted: one ALTER ... DELETE per
 	// table for all such projects, and none when nothing has expired.
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
+	// DefaultRetentionDays is the instance-wide retention of the projects
+	// whose project and organization set none; 0 keeps their data.
+	DefaultRetentionDays int `mapstructure:"default_retention_days"`
 	// MetricsMaxRowsToRead bounds the rows one metrics query reads; past it
 	// the query is refused with a 400 that says what to narrow.
 	MetricsMaxRowsToRead int64 `mapstructure:"metrics_max_rows_to_read"`
@@ -207,6 +210,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.ClickHouse.RetentionInterval <= 0 {
 		errs = append(errs, errors.New("clickhouse.retention_interval must be positive"))
+	}
+	if err := controlplane.CheckRetention(cfg.ClickHouse.DefaultRetentionDays); err != nil {
+		errs = append(errs, fmt.Errorf("clickhouse.default_retention_days: %w", err))
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))

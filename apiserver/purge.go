@@ -7,39 +7,78 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
+
+// retentionRefresh bounds how long another process's retention change takes
+// to reach this server's reads; a change made through this server reaches
+// them at once.
+const retentionRefresh = 30 * time.Second
 
 // purger removes the rows of deleted traces and scores in the background, one
 // batch per interval: requests only write tombstones, so that a burst of
 // deletes never becomes a burst of mutations on tables all tenants share.
-// On its own interval it also deletes what the projects' retention has
-// expired.
+// It keeps the reads' retention windows current and, on its own interval,
+// deletes what the projects' retention has expired.
 type purger struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// Retentions lists the projects' retention in days; the control plane
-// implements it.
+// Retentions is what the purger reads from the control plane.
 type Retentions interface {
-	ProjectRetentions(ctx context.Context) (map[string]int, error)
+	// ProjectRetentions lists the projects' effective retention in days.
+	ProjectRetentions(ctx context.Context, instanceDefault int) (map[string]int, error)
+	// Changed is closed at the next retention change made in this process.
+	Changed(kind string) <-chan struct{}
+	// ExpireMedia deletes the media records of a project created before
+	// cutoff and returns their ids, whose files the caller removes.
+	ExpireMedia(ctx context.Context, projectID string, cutoff time.Time) ([]string, error)
 }
 
-func startPurger(ch *chstore.Store, projects Retentions, cfg ClickHouseConfig, logger *zap.Logger) *purger {
+// MediaFiles removes stored media bytes.
+type MediaFiles interface {
+	Remove(projectID, mediaID string) error
+}
+
+func startPurger(ch *chstore.Store, projects Retentions, files MediaFiles, cfg ClickHouseConfig, logger *zap.Logger) *purger {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &purger{cancel: cancel, done: make(chan struct{})}
+	loadRetention := func() map[string]int {
+		days, err := projects.ProjectRetentions(ctx, cfg.DefaultRetentionDays)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("reading the projects' retention failed; keeping the last known", zap.Error(err))
+			}
+			return nil
+		}
+		ch.SetRetention(days)
+		return days
+	}
+	loadRetention()
 	go func() {
 		defer close(p.done)
 		ticker := time.NewTicker(cfg.PurgeInterval)
 		defer ticker.Stop()
 		retention := time.NewTicker(cfg.RetentionInterval)
 		defer retention.Stop()
+		refresh := time.NewTicker(retentionRefresh)
+		defer refresh.Stop()
 		for {
+			changed := projects.Changed(controlplane.ChangeRetention)
 			select {
 			case <-ctx.Done():
 				return
+			case <-changed:
+				loadRetention()
+				continue
+			case <-refresh.C:
+				loadRetention()
+				continue
 			case <-retention.C:
-				expire(ctx, ch, projects, time.Now(), logger)
+				if days := loadRetention(); days != nil {
+					expire(ctx, ch, projects, files, days, time.Now(), logger)
+				}
 				continue
 			case <-ticker.C:
 			}
@@ -56,13 +95,8 @@ func startPurger(ch *chstore.Store, projects Retentions, cfg ClickHouseConfig, l
 	return p
 }
 
-// expire deletes every project's data older than its retention.
-func expire(ctx context.Context, ch *chstore.Store, projects Retentions, now time.Time, logger *zap.Logger) {
-	days, err := projects.ProjectRetentions(ctx)
-	if err != nil {
-		logger.Warn("reading the projects' retention failed; retrying at the next interval", zap.Error(err))
-		return
-	}
+// expire deletes every project's data and media older than its retention.
+func expire(ctx context.Context, ch *chstore.Store, projects Retentions, files MediaFiles, days map[string]int, now time.Time, logger *zap.Logger) {
 	cutoffs := make(map[string]time.Time, len(days))
 	for project, d := range days {
 		cutoffs[project] = now.AddDate(0, 0, -d)
@@ -73,6 +107,18 @@ func expire(ctx context.Context, ch *chstore.Store, projects Retentions, now tim
 		logger.Warn("deleting data past its retention failed; retrying at the next interval", zap.Error(err))
 	case n > 0:
 		logger.Info("deleting data past its retention", zap.Int("projects", len(cutoffs)), zap.Int("mutations", n))
+	}
+	for project, cutoff := range cutoffs {
+		ids, err := projects.ExpireMedia(ctx, project, cutoff)
+		if err != nil {
+			logger.Warn("deleting media past its retention failed; retrying at the next interval", zap.String("project", project), zap.Error(err))
+			continue
+		}
+		for _, id := range ids {
+			if err := files.Remove(project, id); err != nil {
+				logger.Warn("removing an expired media file failed", zap.String("project", project), zap.String("media", id), zap.Error(err))
+			}
+		}
 	}
 }
 

@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 		}
 		s.handler = s.ui.Wrap(s.handler)
 	}
-	s.purger = startPurger(ch, cp, cfg.ClickHouse, logger)
+	s.purger = startPurger(ch, cp, mediaService(cfg, cp), cfg.ClickHouse, logger)
 	if cfg.Evaluation.Enabled {
 		if s.worker, err = evalworker.New(cfg.Evaluation, cp, ch, box, logger); err != nil {
 			s.purger.stop()

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -316,7 +317,7 @@ func TestListener(t *testing.T) {
 // retention interval; newer data and projects without retention stay.
 func TestRetentionDeletesExpiredData(t *testing.T) {
 	ctx := context.Background()
-	srv, _ := startWithProject(t, "kept-short", "pk-lf-retention", "sk-lf-0123456789abcdef-retention-0123456", func(c *Config) {
+	srv, chCfg := startWithProject(t, "kept-short", "pk-lf-retention", "sk-lf-0123456789abcdef-retention-0123456", func(c *Config) {
 		c.ClickHouse.RetentionInterval = 500 * time.Millisecond
 	})
 	cp := srv.ControlPlane()
@@ -350,12 +351,29 @@ func TestRetentionDeletesExpiredData(t *testing.T) {
 	week := 7
 	_, err = cp.UpdateProject(ctx, "org", "kept-short", controlplane.ProjectUpdate{RetentionDays: &week})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return get(short, "/api/public/traces/old") == http.StatusNotFound }, 30*time.Second, 200*time.Millisecond,
-		"the trace older than the project's 7 days goes")
+	require.Eventually(t, func() bool { return get(short, "/api/public/traces/old") == http.StatusNotFound }, 2*time.Second, 20*time.Millisecond,
+		"the trace older than the project's 7 days disappears from reads at once")
 	// The scores table has its own delete mutation, which may finish later.
 	assert.Eventually(t, func() bool { return get(short, "/api/public/v2/scores/old-score") == http.StatusNotFound }, 30*time.Second,
 		200*time.Millisecond, "and its score")
 	assert.Equal(t, http.StatusOK, get(short, "/api/public/traces/new"))
 	assert.Equal(t, http.StatusOK, get(short, "/api/public/v2/scores/new-score"))
 	assert.Equal(t, http.StatusOK, get(forever, "/api/public/traces/ancient"), "a project without retention keeps everything")
+	// A store without retention windows still reads the rows until the job
+	// removes them.
+	raw, err := chstore.Open(ctx, chCfg)
+	require.NoError(t, err)
+	defer raw.Close()
+	_, err = raw.GetTrace(ctx, "kept-short", "new")
+	require.NoError(t, err, "the raw store reads the project's traces")
+	require.Eventually(t, func() bool {
+		_, err := raw.GetTrace(ctx, "kept-short", "old")
+		return errors.Is(err, chstore.ErrNotFound)
+	}, 30*time.Second, 200*time.Millisecond, "the job removes the rows themselves")
+
+	// An organization's retention applies to its projects that set none.
+	_, err = cp.UpdateOrganization(ctx, "org", controlplane.OrganizationUpdate{RetentionDays: &week})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return get(forever, "/api/public/traces/ancient") == http.StatusNotFound }, 2*time.Second,
+		20*time.Millisecond, "the organization's 7 days reach its project without one at once")
 }

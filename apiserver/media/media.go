@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"mime"
 	"net/http"
 	"os"
@@ -273,6 +274,15 @@ func (s *Service) DownloadURL(r *http.Request, project, id string) (string, erro
 		return "", fmt.Errorf("media %s: %w", id, controlplane.ErrNotFound)
 	}
 	return rec.URL, err
+}
+
+// Remove deletes the stored bytes of a media (retention); bytes never
+// uploaded are no error.
+func (s *Service) Remove(projectID, id string) error {
+	if err := os.Remove(s.path(projectID, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove media %s: %w", id, err)
+	}
+	return nil
 }
 
 // path is where the bytes of a media live. Project ids and media ids hold

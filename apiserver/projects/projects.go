@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -115,9 +116,6 @@ type DeletionResponse struct {
 	Success bool   `json:"success"`
 	Message string `json:"message,omitempty"`
 }
-
-// minRetentionDays is Langfuse's smallest non-zero retention.
-const minRetentionDays = 3
 
 type handlers struct {
 	store Store
@@ -328,8 +326,8 @@ func (h handlers) orgKeys(r *http.Request) (any, error) {
 }
 
 func checkRetention(days int) error {
-	if days != 0 && days < minRetentionDays {
-		return httpx.BadRequest("Invalid retention %d: must be 0 (keep forever) or at least %d days", days, minRetentionDays)
+	if err := controlplane.CheckRetention(days); err != nil {
+		return httpx.BadRequest("Invalid retention: %s", strings.TrimPrefix(err.Error(), controlplane.ErrInvalid.Error()+": "))
 	}
 	return nil
 }

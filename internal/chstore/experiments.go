@@ -96,7 +96,7 @@ func (s *Store) experimentWhere(q ExperimentSearch, items bool) (*where, error) 
 	if plan.joins != 0 || plan.metadata || len(plan.traceExprs) > 0 {
 		return nil, invalidQuery("", "filter: only the experiment columns can be filtered here")
 	}
-	s.notDeleted(w, q.ProjectID)
+	s.notDeleted(w, q.ProjectID, observationDated)
 	return w, nil
 }
 
@@ -195,7 +195,7 @@ func (s *Store) ScoresOf(ctx context.Context, projectID string, keys []string, b
 		column = "dataset_run_id"
 	}
 	inner := &where{}
-	inner.add("project_id = ?", projectID)
+	inner.add("project_id = ?"+s.andRetained(projectID, scoreDated), projectID)
 	inner.add(column+" IN "+placeholders(len(keys)), anySlice(keys)...)
 	latest := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY event_ts DESC LIMIT 1 BY id",
 		scoreReadColumns, s.ddl.name(scoresTable), inner)

@@ -208,3 +208,18 @@ func (s *Store) CountObservations(ctx context.Context) (int, error) {
 	err := s.query(ctx, "SELECT count() FROM "+s.ddl.name(observationsTable), nil, func(r rowScanner) error { return r.Scan(&n) })
 	return int(n), err
 }
+
+// ActivePartitions lists the partitions of observations that hold parts.
+func (s *Store) ActivePartitions(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.query(ctx, "SELECT DISTINCT partition FROM system.parts WHERE database = ? AND table = ? AND active ORDER BY partition",
+		[]any{s.ddl.db, observationsTable.name}, func(r rowScanner) error {
+			var p string
+			if err := r.Scan(&p); err != nil {
+				return err
+			}
+			out = append(out, p)
+			return nil
+		})
+	return out, err
+}

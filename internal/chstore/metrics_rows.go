@@ -126,7 +126,8 @@ func (s *Store) observationRows(projectID string, w window, plan rowsPlan) *sqlb
 	cond, args := observationWindow(w, 0)
 	rows := &sqlb{}
 	rows.add("SELECT "+columns+" FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND ", projectID).add(cond, args...)
-	rows.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)", projectID)
+	rows.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)"+
+		s.andRetained(projectID, observationDated), projectID)
 	// Rows stored twice are the same span; any one of them stands for it.
 	rows.add(" LIMIT 1 BY trace_id, id")
 
@@ -159,7 +160,8 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 	cond, args := observationWindow(w, slack)
 	inner := &sqlb{}
 	inner.add("SELECT "+columns+" FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND ", projectID).add(cond, args...)
-	inner.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)", projectID)
+	inner.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)"+
+		s.andRetained(projectID, observationDated), projectID)
 	inner.add(" LIMIT 1 BY trace_id, id")
 
 	exprs := dedupeExprs(append([]traceExpr{exprStart}, plan.traceExprs...))
@@ -188,7 +190,8 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 func (s *Store) scoreRows(v view, projectID string, w window, plan rowsPlan) *sqlb {
 	cond, args := scoreWindow(w)
 	latest := &sqlb{}
-	latest.add("SELECT "+scoreMetricColumns+", metadata FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ? AND ", projectID).add(cond, args...)
+	latest.add("SELECT "+scoreMetricColumns+", metadata FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ?"+
+		s.andRetained(projectID, scoreDated)+" AND ", projectID).add(cond, args...)
 	latest.add(" ORDER BY event_ts DESC LIMIT 1 BY id")
 	visible := &where{}
 	s.visibleScores(visible, projectID)
@@ -240,7 +243,8 @@ func (s *Store) joinTraces(rows *sqlb, columns, projectID string, traceIDs *sqlb
 // observation (byObservation) or trace.
 func (s *Store) joinScoreCounts(rows *sqlb, columns, projectID string, traceIDs *sqlb, byObservation bool) *sqlb {
 	latest := &sqlb{}
-	latest.add("SELECT id, trace_id, observation_id, event_ts FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ? AND trace_id IN (", projectID).
+	latest.add("SELECT id, trace_id, observation_id, event_ts FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ?"+
+		s.andRetained(projectID, scoreDated)+" AND trace_id IN (", projectID).
 		sub(traceIDs).add(") ORDER BY event_ts DESC LIMIT 1 BY id")
 	visible := &where{}
 	s.visibleScores(visible, projectID)
@@ -273,7 +277,7 @@ func aliases(exprs []traceExpr) string {
 func (s *Store) scoreSubject(v view, projectID, name string, having string, args ...any) (*sqlb, error) {
 	latest := &sqlb{}
 	latest.add("SELECT id, trace_id, observation_id, name, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
-		" WHERE project_id = ? AND name = ? ORDER BY event_ts DESC LIMIT 1 BY id", projectID, name)
+		" WHERE project_id = ? AND name = ?"+s.andRetained(projectID, scoreDated)+" ORDER BY event_ts DESC LIMIT 1 BY id", projectID, name)
 	visible := &where{}
 	s.visibleScores(visible, projectID)
 	q := &sqlb{}

@@ -154,7 +154,7 @@ func (s *Store) GetObservation(ctx context.Context, projectID, observationID str
 	}
 	w := &where{}
 	w.add("project_id = ? AND id = ?", projectID, observationID)
-	s.notDeleted(w, projectID)
+	s.notDeleted(w, projectID, observationDated)
 	obs, err := s.observations(ctx, w, "start_time_us DESC, trace_id", 0, 1)
 	if err != nil {
 		return Observation{}, err
@@ -202,7 +202,7 @@ func (s *Store) ListObservations(ctx context.Context, f ObservationFilter) (Obse
 	default:
 		w.add("is_root = 0 AND parent_id != ''")
 	}
-	s.notDeleted(w, f.ProjectID)
+	s.notDeleted(w, f.ProjectID, observationDated)
 	if len(f.Filters) > 0 {
 		cond, args, err := s.filteredKeys(ViewObservations, f.ProjectID, window{from: f.From, to: f.To}, f.Filters, "trace_id, id")
 		if err != nil {

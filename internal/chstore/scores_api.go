@@ -51,7 +51,7 @@ func (s *Store) SearchScores(ctx context.Context, q ScoreSearch) ([]Score, int, 
 		return nil, 0, fmt.Errorf("%w: score value operator %q", ErrInvalid, q.Operator)
 	}
 	inner := &where{}
-	inner.add("project_id = ?", f.ProjectID)
+	inner.add("project_id = ?"+s.andRetained(f.ProjectID, scoreDated), f.ProjectID)
 	if len(q.IDs) > 0 {
 		inner.add("id IN "+placeholders(len(q.IDs)), anySlice(q.IDs)...)
 	}
@@ -164,9 +164,10 @@ func (s *Store) GetScore(ctx context.Context, projectID, id string) (Score, erro
 
 // visibleScores leaves out deleted scores and the scores of deleted traces.
 // It applies to rows already narrowed to each id's newest version, the
-// version a score tombstone names.
+// version a score tombstone names, and to the project's retention (the
+// reads of the scores table add andRetained(projectID, scoreDated)).
 func (s *Store) visibleScores(w *where, projectID string) {
-	s.notDeleted(w, projectID)
+	s.notDeleted(w, projectID, "")
 	w.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 }
 

@@ -32,7 +32,7 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]Session, i
 	if f.To > 0 {
 		rows.add("start_time < toDateTime(?) AND start_time_us < ?", ceilSeconds(f.To), f.To)
 	}
-	s.notDeleted(rows, f.ProjectID)
+	s.notDeleted(rows, f.ProjectID, observationDated)
 	having := &where{}
 	if f.From > 0 {
 		having.add("s_start >= ?", f.From)
@@ -76,7 +76,7 @@ func (s *Store) GetSession(ctx context.Context, projectID, sessionID string) (Se
 	}
 	w := &where{}
 	w.add("project_id = ? AND session_id = ?", projectID, sessionID)
-	s.notDeleted(w, projectID)
+	s.notDeleted(w, projectID, observationDated)
 	ss := Session{ProjectID: projectID, ID: sessionID, TraceIDs: []string{}}
 	query := "SELECT trace_id, min(start_time_us) AS ts, argMin(environment, start_time_us) FROM " + s.ddl.name(observationsTable) +
 		" WHERE " + w.String() + " GROUP BY trace_id ORDER BY ts, trace_id"

@@ -37,6 +37,9 @@ type Store struct {
 	ready atomic.Bool
 	stop  context.CancelFunc
 	done  chan struct{}
+	// retention holds each project's retention in days (SetRetention):
+	// reads leave out rows older than it before ExpireBefore deletes them.
+	retention atomic.Pointer[map[string]int]
 }
 
 // Open connects to ClickHouse and checks that the server answers. It creates

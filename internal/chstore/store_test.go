@@ -684,7 +684,97 @@ func TestExpireBeforeStartsNoMutationWithoutWork(t *testing.T) {
 	n, err = s.ExpireBefore(ctx, map[string]time.Time{"proj": time.Now().AddDate(0, 0, -7), "other": time.Now()})
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing of proj is older than 7 days, and other has no rows")
+	require.NoError(t, s.InsertObservations(ctx, traceOf("keeps", "0123456789abcdef0123456789abcdee", time.Now().UnixMicro())))
 	n, err = s.ExpireBefore(ctx, map[string]time.Time{"proj": time.Now().AddDate(0, 0, 2)})
 	require.NoError(t, err)
-	assert.Equal(t, 2, n, "observations and trace_index; no scores to expire")
+	assert.Equal(t, 2, n, "observations and trace_index, whose month another project shares; no scores to expire")
+}
+
+// A project's retention hides its older rows from every read at once,
+// before ExpireBefore deletes them; other projects and newer rows stay.
+func TestRetentionHidesOlderRowsAtOnce(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	old, recent := time.Now().AddDate(0, 0, -10).UnixMicro(), time.Now().Add(-time.Hour).UnixMicro()
+	const oldTrace, newTrace = "0123456789abcdef0123456789abc0d1", "0123456789abcdef0123456789abc0d2"
+	for _, project := range []string{"short", "forever"} {
+		require.NoError(t, s.InsertObservations(ctx, append(traceOf(project, oldTrace, old), traceOf(project, newTrace, recent)...)))
+		require.NoError(t, s.InsertScores(ctx, []chstore.Score{
+			{ProjectID: project, ID: "old-score", TraceID: oldTrace, Name: "q", Value: 1, DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Timestamp: old, Metadata: "{}"},
+			{ProjectID: project, ID: "new-score", TraceID: newTrace, Name: "q", Value: 1, DataType: chstore.ScoreNumeric, Source: chstore.SourceAPI, Timestamp: recent, Metadata: "{}"},
+		}))
+	}
+	s.SetRetention(map[string]int{"short": 7})
+
+	traceIDs := func(project string) []string {
+		list, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: project, Limit: 10})
+		require.NoError(t, err)
+		var out []string
+		for _, tr := range list {
+			out = append(out, tr.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{newTrace}, traceIDs("short"))
+	assert.ElementsMatch(t, []string{oldTrace, newTrace}, traceIDs("forever"))
+	_, err := s.GetTrace(ctx, "short", oldTrace)
+	assert.ErrorIs(t, err, chstore.ErrNotFound)
+	_, err = s.GetTrace(ctx, "forever", oldTrace)
+	require.NoError(t, err)
+	_, err = s.GetObservation(ctx, "short", oldTrace[:4]+"gen")
+	require.NoError(t, err, "the recent trace's span of the same id shows")
+	page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "short", Limit: 50})
+	require.NoError(t, err)
+	for _, o := range page.Observations {
+		assert.Equal(t, newTrace, o.TraceID)
+	}
+	scores, _, err := s.SearchScores(ctx, chstore.ScoreSearch{ScoreFilter: chstore.ScoreFilter{ProjectID: "short", Limit: 10}})
+	require.NoError(t, err)
+	require.Len(t, scores, 1)
+	assert.Equal(t, "new-score", scores[0].ID)
+	traceScores, err := s.TraceScores(ctx, "short", oldTrace)
+	require.NoError(t, err)
+	assert.Empty(t, traceScores)
+	rows, err := s.Metrics(ctx, "short", chstore.MetricsQuery{View: chstore.ViewObservations, Metrics: []chstore.Metric{{Measure: "count", Aggregation: "count"}},
+		From: time.Now().AddDate(0, 0, -30), To: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "3", rows[0]["count_count"], "the recent trace's three spans (integer sums come back as strings)")
+
+	s.SetRetention(map[string]int{"short": 30})
+	assert.ElementsMatch(t, []string{oldTrace, newTrace}, traceIDs("short"), "a longer retention shows what is not yet deleted")
+}
+
+// A month wholly past its projects' retention is dropped as a partition;
+// a month shared with a project that keeps its data is left to the delete.
+func TestExpireBeforeDropsWhollyExpiredPartitions(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	month := func(monthsAgo int) int64 {
+		now := time.Now().UTC()
+		return time.Date(now.Year(), now.Month()-time.Month(monthsAgo), 10, 12, 0, 0, 0, time.UTC).UnixMicro()
+	}
+	require.NoError(t, s.InsertObservations(ctx, traceOf("short", "0123456789abcdef0123456789abc001", month(4))))
+	require.NoError(t, s.InsertObservations(ctx, traceOf("short", "0123456789abcdef0123456789abc002", month(3))))
+	require.NoError(t, s.InsertObservations(ctx, traceOf("keeps", "0123456789abcdef0123456789abc003", month(3))))
+	require.NoError(t, s.InsertObservations(ctx, traceOf("short", "0123456789abcdef0123456789abc004", time.Now().UnixMicro())))
+	partitions := func() []string {
+		out, err := s.ActivePartitions(ctx)
+		require.NoError(t, err)
+		return out
+	}
+	before := partitions()
+	require.Len(t, before, 3)
+
+	_, err := s.ExpireBefore(ctx, map[string]time.Time{"short": time.Now().AddDate(0, 0, -30)})
+	require.NoError(t, err)
+	after := partitions()
+	assert.Equal(t, before[1:], after, "the fourth month held only short's rows and is gone at once")
+	require.Eventually(t, func() bool {
+		list, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "short", Limit: 10})
+		return err == nil && len(list) == 1
+	}, 30*time.Second, 200*time.Millisecond, "the third month's rows of short go by the delete; its recent trace stays")
+	kept, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "keeps", Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, kept, 1, "the project without retention keeps its rows in the shared month")
 }

@@ -21,8 +21,8 @@ import (
 func (s *Store) latestTraceScores(projectID string, traceIDs []string, columns string) (string, []any) {
 	in := placeholders(len(traceIDs))
 	query := fmt.Sprintf("SELECT %s FROM %s WHERE project_id = ? AND toDate(timestamp) IN (SELECT day FROM %s WHERE project_id = ? AND trace_id IN %s) "+
-		"AND trace_id IN %s ORDER BY event_ts DESC LIMIT 1 BY id",
-		columns, s.ddl.name(scoresTable), s.ddl.local(scoreTraceIndexTable), in, in)
+		"AND trace_id IN %s%s ORDER BY event_ts DESC LIMIT 1 BY id",
+		columns, s.ddl.name(scoresTable), s.ddl.local(scoreTraceIndexTable), in, in, s.andRetained(projectID, scoreDated))
 	ids := anySlice(traceIDs)
 	args := append([]any{projectID, projectID}, ids...)
 	return query, append(args, ids...)

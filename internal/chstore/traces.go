@@ -125,11 +125,16 @@ func selectList(exprs []traceExpr) string {
 	return strings.Join(parts, ", ")
 }
 
-// notDeleted excludes tombstoned traces. GLOBAL makes the tombstone set come
+// notDeleted excludes tombstoned traces and rows past the project's
+// retention, dated by the column dated ("" for rows whose table was
+// narrowed to the retention already). GLOBAL makes the tombstone set come
 // from the whole cluster when tables are Distributed; on one node it is a
 // plain subquery.
-func (s *Store) notDeleted(w *where, projectID string) {
+func (s *Store) notDeleted(w *where, projectID, dated string) {
 	w.add("trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)", projectID)
+	if cond := s.retainedCond(projectID, dated); cond != "" {
+		w.add(cond)
+	}
 }
 
 // ListTraces returns one page of a project's traces and the number of traces
@@ -155,7 +160,7 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 	if f.To > 0 {
 		rows.add("start_time < toDateTime(?) AND start_time_us < ?", ceilSeconds(f.To), f.To)
 	}
-	s.notDeleted(rows, f.ProjectID)
+	s.notDeleted(rows, f.ProjectID, observationDated)
 	if len(f.Filters) > 0 {
 		cond, args, err := s.filteredKeys(ViewTraces, f.ProjectID, window{from: f.From, to: f.To}, f.Filters, "trace_id")
 		if err != nil {
@@ -275,7 +280,7 @@ func ceilSeconds(us int64) int64 { return (us + 999_999) / 1e6 }
 // traceDetails derives the full Trace for each id from its deduplicated rows.
 func (s *Store) traceDetails(ctx context.Context, projectID string, ids []string, days dayRange) (map[string]Trace, error) {
 	w := &where{}
-	w.add("project_id = ?", projectID)
+	w.add("project_id = ?"+s.andRetained(projectID, observationDated), projectID)
 	days.restrict(w)
 	w.add("trace_id IN "+placeholders(len(ids)), anySlice(ids)...)
 	query := fmt.Sprintf("SELECT trace_id, %s FROM (SELECT %s FROM %s WHERE %s ORDER BY event_ts DESC LIMIT 1 BY trace_id, id) AS rows GROUP BY trace_id",
@@ -402,7 +407,7 @@ func (s *Store) getTrace(ctx context.Context, projectID, traceID, columns string
 		return TraceWithObservations{}, fmt.Errorf("trace %s: %w", traceID, ErrNotFound)
 	}
 	w := &where{}
-	w.add("project_id = ?", projectID)
+	w.add("project_id = ?"+s.andRetained(projectID, observationDated), projectID)
 	days.restrict(w)
 	w.add("trace_id = ?", traceID)
 	obs, err := s.observationColumns(ctx, columns, w, "start_time_us, id", 0, 0)
@@ -426,7 +431,7 @@ func (s *Store) GetTraceObservation(ctx context.Context, projectID, traceID, obs
 	w.add("project_id = ?", projectID)
 	days.restrict(w)
 	w.add("trace_id = ? AND id = ?", traceID, observationID)
-	s.notDeleted(w, projectID)
+	s.notDeleted(w, projectID, observationDated)
 	obs, err := s.observations(ctx, w, "start_time_us, id", 0, 0)
 	if err != nil {
 		return Observation{}, err
@@ -456,7 +461,7 @@ func (s *Store) traceDays(ctx context.Context, projectID string, traceIDs []stri
 	w := &where{}
 	w.add("project_id = ?", projectID)
 	w.add("trace_id IN "+placeholders(len(traceIDs)), anySlice(traceIDs)...)
-	s.notDeleted(w, projectID)
+	s.notDeleted(w, projectID, dayColumn)
 	var (
 		n    uint64
 		days dayRange

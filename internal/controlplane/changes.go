@@ -15,6 +15,9 @@ const (
 	ChangeSampling  = refresh.KindSampling
 	ChangeEvalRules = refresh.KindEvalRules
 	ChangeAPIKeys   = refresh.KindAPIKeys
+	// ChangeRetention is a change of a project's or an organization's
+	// retention, which the API servers' reads apply at once.
+	ChangeRetention = "retention"
 )
 
 var _ refresh.Changes = (*Store)(nil)

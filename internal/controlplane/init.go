@@ -5,24 +5,29 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
 // Environment variables read by InitFromEnv.
 const (
-	EnvInitOrgID        = "GLASSBOX_INIT_ORG_ID"
-	EnvInitOrgName      = "GLASSBOX_INIT_ORG_NAME"
-	EnvInitProjectID    = "GLASSBOX_INIT_PROJECT_ID"
-	EnvInitProjectName  = "GLASSBOX_INIT_PROJECT_NAME"
-	EnvInitPublicKey    = "GLASSBOX_INIT_PUBLIC_KEY"
-	EnvInitSecretKey    = "GLASSBOX_INIT_SECRET_KEY"
-	EnvInitUserEmail    = "GLASSBOX_INIT_USER_EMAIL"
-	EnvInitUserName     = "GLASSBOX_INIT_USER_NAME"
-	EnvInitUserPassword = "GLASSBOX_INIT_USER_PASSWORD"
+	EnvInitOrgID       = "GLASSBOX_INIT_ORG_ID"
+	EnvInitOrgName     = "GLASSBOX_INIT_ORG_NAME"
+	EnvInitProjectID   = "GLASSBOX_INIT_PROJECT_ID"
+	EnvInitProjectName = "GLASSBOX_INIT_PROJECT_NAME"
+	// EnvInitProjectRetentionDays is the retention of the project when init
+	// creates it.
+	EnvInitProjectRetentionDays = "GLASSBOX_INIT_PROJECT_RETENTION_DAYS"
+	EnvInitPublicKey            = "GLASSBOX_INIT_PUBLIC_KEY"
+	EnvInitSecretKey            = "GLASSBOX_INIT_SECRET_KEY"
+	EnvInitUserEmail            = "GLASSBOX_INIT_USER_EMAIL"
+	EnvInitUserName             = "GLASSBOX_INIT_USER_NAME"
+	EnvInitUserPassword         = "GLASSBOX_INIT_USER_PASSWORD"
 )
 
 type initSpec struct {
 	orgID, orgName, projectID, projectName string
+	retentionDays                          int
 	publicKey, secretKey                   string
 	email, userName, password              string
 }
@@ -41,6 +46,18 @@ func (s *Store) InitFromEnv(ctx context.Context, getenv func(string) string) err
 		projectID: env(EnvInitProjectID), projectName: env(EnvInitProjectName),
 		publicKey: env(EnvInitPublicKey), secretKey: env(EnvInitSecretKey),
 		email: env(EnvInitUserEmail), userName: env(EnvInitUserName), password: getenv(EnvInitUserPassword),
+	}
+	if raw := env(EnvInitProjectRetentionDays); raw != "" {
+		days, err := strconv.Atoi(raw)
+		if err == nil {
+			err = CheckRetention(days)
+		} else {
+			err = fmt.Errorf("%w: not a whole number of days", ErrInvalid)
+		}
+		if err != nil {
+			return fmt.Errorf("headless init: %s=%q: %w", EnvInitProjectRetentionDays, raw, err)
+		}
+		spec.retentionDays = days
 	}
 	if err := spec.validate(); err != nil {
 		return fmt.Errorf("headless init: %w", err)
@@ -121,7 +138,7 @@ func (s *Store) initProject(ctx context.Context, spec initSpec) error {
 	if name == "" {
 		name = spec.projectID
 	}
-	_, err := s.CreateProject(ctx, spec.orgID, NewProject{ID: spec.projectID, Name: name})
+	_, err := s.CreateProject(ctx, spec.orgID, NewProject{ID: spec.projectID, Name: name, RetentionDays: spec.retentionDays})
 	if errors.Is(err, ErrConflict) {
 		// Another replica created it meanwhile, or the name is taken by a
 		// different project; check tells which.

@@ -50,7 +50,9 @@ const mediaColumns = `id, project_id, sha256_hash, content_type, content_length,
 
 // PutMedia records media about to be uploaded and returns the record. When
 // the id is known its record is returned; its type and length are updated
-// while nothing has been uploaded yet.
+// while nothing has been uploaded yet. Every call marks the record used
+// (updated_at), which is what retention goes by: the same bytes sent again
+// by a newer trace are kept.
 func (s *Store) PutMedia(ctx context.Context, projectID string, n NewMedia) (Media, error) {
 	if n.ID == "" || n.SHA256 == "" || n.ContentType == "" || n.ContentLength <= 0 {
 		return Media{}, fmt.Errorf("%w: media needs an id, a sha256 hash, a content type and a positive length", ErrInvalid)
@@ -60,7 +62,7 @@ func (s *Store) PutMedia(ctx context.Context, projectID string, n NewMedia) (Med
 		now := s.micros()
 		if _, err := c.exec(ctx, `INSERT INTO media (id, project_id, sha256_hash, content_type, content_length,
 			upload_http_error, upload_http_status, upload_time_ms, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, '', 0, 0, ?, ?) ON CONFLICT (project_id, id) DO NOTHING`,
+			VALUES (?, ?, ?, ?, ?, '', 0, 0, ?, ?) ON CONFLICT (project_id, id) DO UPDATE SET updated_at = excluded.updated_at`,
 			n.ID, projectID, n.SHA256, n.ContentType, n.ContentLength, now, now); err != nil {
 			return fmt.Errorf("record media %s: %w", n.ID, classify(err))
 		}
@@ -74,6 +76,25 @@ func (s *Store) PutMedia(ctx context.Context, projectID string, n NewMedia) (Med
 		return err
 	})
 	return m, err
+}
+
+// ExpireMedia deletes the project's media records last used before cutoff
+// and returns their ids, whose bytes the caller removes.
+func (s *Store) ExpireMedia(ctx context.Context, projectID string, cutoff time.Time) ([]string, error) {
+	rows, err := s.conn().query(ctx, `DELETE FROM media WHERE project_id = ? AND updated_at < ? RETURNING id`, projectID, cutoff.UnixMicro())
+	if err != nil {
+		return nil, fmt.Errorf("expire media of %s: %w", projectID, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("expire media of %s: %w", projectID, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // GetMedia returns a media record of the project.

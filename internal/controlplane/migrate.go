@@ -642,6 +642,15 @@ var migrations = []migration{
 			old: `CHECK (adapter IN ('openai', 'anthropic'))`,
 			new: `CHECK (adapter IN ('openai', 'anthropic', 'azure', 'bedrock', 'google-vertex-ai', 'google-ai-studio'))`}},
 	},
+	{
+		version: 49,
+		name:    "organization retention",
+		stmts: []string{
+			// Projects that set no retention take their organization's.
+			`ALTER TABLE organizations ADD COLUMN retention_days INTEGER NOT NULL DEFAULT 0`,
+			`INSERT INTO change_versions (kind, version) VALUES ('retention', 0)`,
+		},
+	},
 }
 
 // migrate applies pending migrations in one transaction. On PostgreSQL an

@@ -78,7 +78,7 @@ func TestMigrationLLMAdaptersKeepsConnections(t *testing.T) {
 		ctx := context.Background()
 		all := migrations
 		t.Cleanup(func() { migrations = all })
-		migrations = slices.DeleteFunc(slices.Clone(all), func(m migration) bool { return m.version >= 46 })
+		migrations = slices.DeleteFunc(slices.Clone(all), func(m migration) bool { return m.version == 46 })
 		old := openStore(t, dsn)
 		pa, _ := twoOrgs(t, old)
 		box := testBox(t)

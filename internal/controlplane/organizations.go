@@ -13,11 +13,14 @@ import (
 
 // Organization owns projects, members and organization-scoped API keys.
 type Organization struct {
-	ID        string
-	Name      string
-	Metadata  json.RawMessage // a JSON object, `{}` when none was given
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID       string
+	Name     string
+	Metadata json.RawMessage // a JSON object, `{}` when none was given
+	// RetentionDays applies to the projects that set none; 0 defers to the
+	// instance default.
+	RetentionDays int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // NewOrganization is the input of AddOrganization.
@@ -29,8 +32,9 @@ type NewOrganization struct {
 
 // OrganizationUpdate changes the fields that are set and keeps the others.
 type OrganizationUpdate struct {
-	Name     *string
-	Metadata json.RawMessage // nil keeps the stored metadata
+	Name          *string
+	Metadata      json.RawMessage // nil keeps the stored metadata
+	RetentionDays *int
 }
 
 // CreateOrganization adds an organization without metadata. An empty id is
@@ -105,7 +109,13 @@ func (s *Store) UpdateOrganization(ctx context.Context, orgID string, u Organiza
 	if err != nil {
 		return Organization{}, err
 	}
-	name, metadata := current.Name, current.Metadata
+	name, metadata, retention := current.Name, current.Metadata, current.RetentionDays
+	if u.RetentionDays != nil {
+		if err := CheckRetention(*u.RetentionDays); err != nil {
+			return Organization{}, err
+		}
+		retention = *u.RetentionDays
+	}
 	if u.Name != nil {
 		if name, err = checkName("organization", *u.Name); err != nil {
 			return Organization{}, err
@@ -116,13 +126,16 @@ func (s *Store) UpdateOrganization(ctx context.Context, orgID string, u Organiza
 			return Organization{}, err
 		}
 	}
-	res, err := s.conn().exec(ctx, `UPDATE organizations SET name = ?, metadata = ?, updated_at = ?
-		WHERE id = ? AND deleted_at IS NULL`, name, string(metadata), s.micros(), orgID)
+	res, err := s.conn().exec(ctx, `UPDATE organizations SET name = ?, metadata = ?, retention_days = ?, updated_at = ?
+		WHERE id = ? AND deleted_at IS NULL`, name, string(metadata), retention, s.micros(), orgID)
 	if err != nil {
 		return Organization{}, fmt.Errorf("update organization %q: %w", orgID, err)
 	}
 	if err := requireOne(res, fmt.Sprintf("organization %q", orgID)); err != nil {
 		return Organization{}, err
+	}
+	if retention != current.RetentionDays {
+		s.changed(ctx, ChangeRetention)
 	}
 	return s.GetOrganization(ctx, orgID)
 }
@@ -165,7 +178,7 @@ func (s *Store) DeleteOrganization(ctx context.Context, orgID string) error {
 	return s.changedIf(ctx, err, ChangeAPIKeys)
 }
 
-const organizationColumns = `id, name, metadata, created_at, updated_at`
+const organizationColumns = `id, name, metadata, retention_days, created_at, updated_at`
 
 func scanOrganization(row interface{ Scan(...any) error }) (Organization, error) {
 	var (
@@ -173,7 +186,7 @@ func scanOrganization(row interface{ Scan(...any) error }) (Organization, error)
 		metadata             string
 		createdAt, updatedAt int64
 	)
-	if err := row.Scan(&o.ID, &o.Name, &metadata, &createdAt, &updatedAt); err != nil {
+	if err := row.Scan(&o.ID, &o.Name, &metadata, &o.RetentionDays, &createdAt, &updatedAt); err != nil {
 		return Organization{}, err
 	}
 	o.Metadata = json.RawMessage(metadata)

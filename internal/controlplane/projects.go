@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -59,8 +60,8 @@ func (s *Store) CreateProject(ctx context.Context, orgID string, p NewProject) (
 	if err != nil {
 		return Project{}, err
 	}
-	if p.RetentionDays < 0 {
-		return Project{}, fmt.Errorf("%w: retention days must not be negative", ErrInvalid)
+	if err := CheckRetention(p.RetentionDays); err != nil {
+		return Project{}, err
 	}
 	// A deleted organization's row is still there for the foreign key.
 	if _, err := s.GetOrganization(ctx, orgID); err != nil {
@@ -126,10 +127,26 @@ func (s *Store) ListProjects(ctx context.Context, orgID string) ([]Project, erro
 	return out, rows.Err()
 }
 
+// MinRetentionDays is the smallest retention other than 0 (keep data), as
+// in Langfuse.
+const MinRetentionDays = 3
+
+// CheckRetention refuses a retention that is neither 0 (keep data) nor at
+// least MinRetentionDays, for projects, organizations and the instance.
+func CheckRetention(days int) error {
+	if days < 0 || (days > 0 && days < MinRetentionDays) {
+		return fmt.Errorf("%w: retention %d days must be 0 (keep data) or at least %d days", ErrInvalid, days, MinRetentionDays)
+	}
+	return nil
+}
+
 // ProjectRetentions returns the retention, in days, of every live project
-// that has one, across organizations: what the data retention job expires.
-func (s *Store) ProjectRetentions(ctx context.Context) (map[string]int, error) {
-	rows, err := s.conn().query(ctx, `SELECT id, retention_days FROM projects WHERE deleted_at IS NULL AND retention_days > 0`)
+// that keeps its data for a limited time, across organizations: its own,
+// else its organization's, else instanceDefault (0: without limit). Reads
+// hide and the retention job deletes what is older.
+func (s *Store) ProjectRetentions(ctx context.Context, instanceDefault int) (map[string]int, error) {
+	rows, err := s.conn().query(ctx, `SELECT p.id, p.retention_days, o.retention_days FROM projects p
+		JOIN organizations o ON o.id = p.org_id WHERE p.deleted_at IS NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("list project retentions: %w", err)
 	}
@@ -137,11 +154,13 @@ func (s *Store) ProjectRetentions(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for rows.Next() {
 		var id string
-		var days int
-		if err := rows.Scan(&id, &days); err != nil {
+		var own, org int
+		if err := rows.Scan(&id, &own, &org); err != nil {
 			return nil, fmt.Errorf("list project retentions: %w", err)
 		}
-		out[id] = days
+		if days := cmp.Or(own, org, instanceDefault); days > 0 {
+			out[id] = days
+		}
 	}
 	return out, rows.Err()
 }
@@ -164,8 +183,8 @@ func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u Pr
 		}
 	}
 	if u.RetentionDays != nil {
-		if *u.RetentionDays < 0 {
-			return Project{}, fmt.Errorf("%w: retention days must not be negative", ErrInvalid)
+		if err := CheckRetention(*u.RetentionDays); err != nil {
+			return Project{}, err
 		}
 		retention = *u.RetentionDays
 	}
@@ -177,6 +196,9 @@ func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u Pr
 	}
 	if err := requireOne(res, "project "+projectID); err != nil {
 		return Project{}, err
+	}
+	if retention != current.RetentionDays {
+		s.changed(ctx, ChangeRetention)
 	}
 	return s.GetProject(ctx, orgID, projectID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,5 +141,91 @@ func TestProjectIsolation(t *testing.T) {
 		got, err := s.GetProject(ctx, "a", pa.ID)
 		require.NoError(t, err)
 		assert.Equal(t, pa, got, "project a is untouched")
+	})
+}
+
+// A project's retention is its own, else its organization's, else the
+// instance default; a change wakes this process's readers.
+func TestProjectRetentions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		pa, pb := twoOrgs(t, s)
+		got, err := s.ProjectRetentions(ctx, 0)
+		require.NoError(t, err)
+		assert.Empty(t, got, "nothing set anywhere keeps everything")
+		got, err = s.ProjectRetentions(ctx, 90)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{pa.ID: 90, pb.ID: 90}, got, "the instance default")
+
+		changed := s.Changed(ChangeRetention)
+		thirty := 30
+		_, err = s.UpdateOrganization(ctx, "a", OrganizationUpdate{RetentionDays: &thirty})
+		require.NoError(t, err)
+		select {
+		case <-changed:
+		default:
+			t.Fatal("an organization's retention change wakes the readers")
+		}
+		changed = s.Changed(ChangeRetention)
+		seven := 7
+		_, err = s.UpdateProject(ctx, "b", pb.ID, ProjectUpdate{RetentionDays: &seven})
+		require.NoError(t, err)
+		select {
+		case <-changed:
+		default:
+			t.Fatal("a project's retention change wakes the readers")
+		}
+		got, err = s.ProjectRetentions(ctx, 90)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{pa.ID: 30, pb.ID: 7}, got, "the organization's, then the project's own")
+		negative := -1
+		_, err = s.UpdateOrganization(ctx, "a", OrganizationUpdate{RetentionDays: &negative})
+		assert.ErrorIs(t, err, ErrInvalid)
+	})
+}
+
+// Headless init sets the retention of the project it creates.
+func TestInitProjectRetention(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		env := map[string]string{EnvInitOrgID: "org-r", EnvInitProjectID: "proj-r", EnvInitProjectRetentionDays: "14"}
+		require.NoError(t, s.InitFromEnv(ctx, func(k string) string { return env[k] }))
+		p, err := s.GetProject(ctx, "org-r", "proj-r")
+		require.NoError(t, err)
+		assert.Equal(t, 14, p.RetentionDays)
+		for _, bad := range []string{"2", "-1", "two weeks"} {
+			env[EnvInitProjectRetentionDays] = bad
+			err := s.InitFromEnv(ctx, func(k string) string { return env[k] })
+			assert.ErrorIs(t, err, ErrInvalid, bad)
+		}
+	})
+}
+
+// Media last used before the cutoff go; media sent again since stay.
+func TestExpireMedia(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		pa, pb := twoOrgs(t, s)
+		for _, p := range []string{pa.ID, pb.ID} {
+			for _, id := range []string{"old", "reused"} {
+				_, err := s.PutMedia(ctx, p, NewMedia{ID: id, SHA256: "h-" + id, ContentType: "image/png", ContentLength: 1})
+				require.NoError(t, err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		cutoff := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		_, err := s.PutMedia(ctx, pa.ID, NewMedia{ID: "reused", SHA256: "h-reused", ContentType: "image/png", ContentLength: 1})
+		require.NoError(t, err)
+
+		ids, err := s.ExpireMedia(ctx, pa.ID, cutoff)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"old"}, ids)
+		_, err = s.GetMedia(ctx, pa.ID, "old")
+		assert.ErrorIs(t, err, ErrNotFound)
+		_, err = s.GetMedia(ctx, pa.ID, "reused")
+		assert.NoError(t, err, "sent again after the cutoff")
+		_, err = s.GetMedia(ctx, pb.ID, "old")
+		assert.NoError(t, err, "another project's media stay")
 	})
 }

@@ -2,6 +2,8 @@ package settings
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
@@ -10,6 +12,7 @@ import (
 )
 
 type orgData struct {
+	Org      controlplane.Organization
 	Projects []controlplane.Project
 	Members  []memberRow
 	// InviteLink is shown once, right after an invitation that needs one.
@@ -27,11 +30,15 @@ type memberRow struct {
 
 func (h *handlers) orgData(r *web.Request) (*orgData, error) {
 	ctx := r.Context()
+	org, err := h.store.GetOrganization(ctx, r.Org.ID)
+	if err != nil {
+		return nil, err
+	}
 	ps, err := h.store.ListProjects(ctx, r.Org.ID)
 	if err != nil {
 		return nil, err
 	}
-	d := &orgData{}
+	d := &orgData{Org: org}
 	for _, p := range ps {
 		if access.Allows(r.Membership.RoleIn(p.ID), access.ProjectRead) {
 			d.Projects = append(d.Projects, p)
@@ -73,6 +80,20 @@ func (h *handlers) organization(r *web.Request) error {
 
 func (h *handlers) orgFailed(r *web.Request, err error) error {
 	return failed(h, r, err, "organization", h.orgData)
+}
+
+// saveOrganization renames the organization and sets the retention of its
+// projects that set none.
+func (h *handlers) saveOrganization(r *web.Request) error {
+	name := r.PostFormValue("name")
+	days, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("retention_days")))
+	if err != nil {
+		return h.orgFailed(r, fmt.Errorf("%w: retention days must be a whole number, 0 to keep data", controlplane.ErrInvalid))
+	}
+	if _, err := h.store.UpdateOrganization(r.Context(), r.Org.ID, controlplane.OrganizationUpdate{Name: &name, RetentionDays: &days}); err != nil {
+		return h.orgFailed(r, err)
+	}
+	return r.Redirect(r.Path("organization", r.Org.ID) + "?saved=1")
 }
 
 func (h *handlers) createProject(r *web.Request) error {

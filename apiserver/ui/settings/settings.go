@@ -23,6 +23,8 @@ var pages embed.FS
 
 // Store is what the settings pages read and write.
 type Store interface {
+	GetOrganization(ctx context.Context, orgID string) (controlplane.Organization, error)
+	UpdateOrganization(ctx context.Context, orgID string, u controlplane.OrganizationUpdate) (controlplane.Organization, error)
 	ListProjects(ctx context.Context, orgID string) ([]controlplane.Project, error)
 	CreateProject(ctx context.Context, orgID string, p controlplane.NewProject) (controlplane.Project, error)
 	UpdateProject(ctx context.Context, orgID, projectID string, u controlplane.ProjectUpdate) (controlplane.Project, error)
@@ -81,6 +83,7 @@ func Routes(app *web.App, store Store, usage Usage, builtins []pricing.Model, ll
 	return app.Handle(
 		web.Route{Method: http.MethodGet, Path: "/organization/{orgId}", Access: org, Action: access.OrganizationRead, Handler: h.organization},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/projects", Access: org, Action: access.ProjectCreate, Handler: h.createProject},
+		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/settings", Access: org, Action: access.OrganizationManage, Handler: h.saveOrganization},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members", Access: org, Action: access.MembersManage, Handler: h.invite},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}", Access: org, Action: access.MembersManage, Handler: h.setRole},
 		web.Route{Method: http.MethodPost, Path: "/organization/{orgId}/members/{userId}/remove", Access: org, Action: access.MembersManage, Handler: h.removeMember},
