@@ -308,22 +308,28 @@ func scanAutomation(r scanner) (Automation, error) {
 	return a, nil
 }
 
-// ListAutomations returns a project's automations by name.
-func (s *Store) ListAutomations(ctx context.Context, projectID string) ([]Automation, error) {
-	rows, err := s.conn().query(ctx, `SELECT `+automationColumns+` FROM automations WHERE project_id = ? ORDER BY name, id`, projectID)
+// ListAutomations returns a page of a project's automations by name, and
+// their total.
+func (s *Store) ListAutomations(ctx context.Context, projectID string, offset, limit int) ([]Automation, int, error) {
+	var total int
+	if err := s.conn().queryRow(ctx, `SELECT COUNT(*) FROM automations WHERE project_id = ?`, projectID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count automations: %w", err)
+	}
+	rows, err := s.conn().query(ctx, `SELECT `+automationColumns+` FROM automations WHERE project_id = ?
+		ORDER BY name, id LIMIT ? OFFSET ?`, projectID, limit, offset)
 	if err != nil {
-		return nil, fmt.Errorf("list automations: %w", err)
+		return nil, 0, fmt.Errorf("list automations: %w", err)
 	}
 	defer rows.Close()
 	out := []Automation{}
 	for rows.Next() {
 		a, err := scanAutomation(rows)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, a)
 	}
-	return out, rows.Err()
+	return out, total, rows.Err()
 }
 
 // GetAutomation returns one automation of the project.
@@ -713,7 +719,7 @@ func getDelivery(ctx context.Context, c conn, projectID, id string) (AutomationD
 
 // ListAutomationDeliveries returns a page of an automation's deliveries,
 // newest first, and their total; status filters when not empty.
-func (s *Store) ListAutomationDeliveries(ctx context.Context, projectID, automationID, status string, page, limit int) ([]AutomationDelivery, int, error) {
+func (s *Store) ListAutomationDeliveries(ctx context.Context, projectID, automationID, status string, offset, limit int) ([]AutomationDelivery, int, error) {
 	if _, err := s.GetAutomation(ctx, projectID, automationID); err != nil {
 		return nil, 0, err
 	}
@@ -731,7 +737,7 @@ func (s *Store) ListAutomationDeliveries(ctx context.Context, projectID, automat
 		return nil, 0, fmt.Errorf("count deliveries: %w", err)
 	}
 	rows, err := s.conn().query(ctx, `SELECT `+deliveryColumns+` FROM automation_deliveries WHERE `+where+`
-		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, (page-1)*limit)...)
+		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list deliveries: %w", err)
 	}

@@ -70,11 +70,16 @@ func TestAutomationCRUDAndSecrets(t *testing.T) {
 		assert.ErrorIs(t, s.DeleteAutomation(ctx, pb.ID, a.ID), ErrNotFound)
 		_, err = s.EnqueueTestDelivery(ctx, pb.ID, a.ID)
 		assert.ErrorIs(t, err, ErrNotFound)
-		_, _, err = s.ListAutomationDeliveries(ctx, pb.ID, a.ID, "", 1, 10)
+		_, _, err = s.ListAutomationDeliveries(ctx, pb.ID, a.ID, "", 0, 10)
 		assert.ErrorIs(t, err, ErrNotFound)
-		list, err := s.ListAutomations(ctx, pb.ID)
+		list, total, err := s.ListAutomations(ctx, pb.ID, 0, 10)
 		require.NoError(t, err)
 		assert.Empty(t, list)
+		assert.Zero(t, total)
+		list, total, err = s.ListAutomations(ctx, pa.ID, 0, 10)
+		require.NoError(t, err)
+		assert.Equal(t, 1, total)
+		assert.Equal(t, []Automation{a}, list)
 
 		// A new URL reseals the secrets for it; the signing secret stays.
 		a, err = s.UpdateAutomation(ctx, box, pa.ID, a.ID, AutomationUpdate{URL: ptr("https://hooks.example/v2"), Active: ptr(false)})
@@ -129,7 +134,7 @@ type deliveredEvent struct {
 
 func eventsOf(t *testing.T, s *Store, projectID, automationID string) []deliveredEvent {
 	t.Helper()
-	ds, _, err := s.ListAutomationDeliveries(context.Background(), projectID, automationID, "", 1, 100)
+	ds, _, err := s.ListAutomationDeliveries(context.Background(), projectID, automationID, "", 0, 100)
 	require.NoError(t, err)
 	out := make([]deliveredEvent, 0, len(ds))
 	for _, d := range ds {
@@ -277,13 +282,13 @@ func TestAutomationDeliveryLeases(t *testing.T) {
 		require.Len(t, third, 1)
 		require.NoError(t, s.FinishAutomationDelivery(ctx, third[0], DeliveryOutcome{Status: DeliveryDelivered, StatusCode: 204}))
 
-		list, total, err := s.ListAutomationDeliveries(ctx, pa.ID, a.ID, DeliveryDelivered, 1, 10)
+		list, total, err := s.ListAutomationDeliveries(ctx, pa.ID, a.ID, DeliveryDelivered, 0, 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, total)
 		assert.Equal(t, 3, list[0].Attempts)
 		assert.Equal(t, 204, list[0].StatusCode)
 		assert.Equal(t, clock.Now(), list[0].DeliveredAt)
-		_, _, err = s.ListAutomationDeliveries(ctx, pa.ID, a.ID, "LOST", 1, 10)
+		_, _, err = s.ListAutomationDeliveries(ctx, pa.ID, a.ID, "LOST", 0, 10)
 		assert.ErrorIs(t, err, ErrInvalid)
 
 		pruned, err := s.PruneAutomationDeliveries(ctx, clock.Now().Add(time.Second))
