@@ -71,10 +71,10 @@ func TestAutomationRoutes(t *testing.T) {
 
 	// Bad input names what was wrong.
 	for body, want := range map[string]string{
-		`{"name":"x","eventTypes":["renamed"],"url":"https://hooks.example.com"}`: "eventTypes",
-		`{"name":"x","eventTypes":["created"],"url":"http://127.0.0.1:8123/"}`:    "not listed in evaluation.webhook_allowed_hosts",
-		`{"name":"x","eventTypes":["created"],"url":"ftp://hooks.example.com"}`:   "url",
-		`{"name":"","eventTypes":["created"],"url":"https://hooks.example.com"}`:  "name",
+		`{"name":"x","eventTypes":["renamed"],"url":"https://hooks.example.com"}`:                 "eventTypes",
+		`{"name":"x","eventTypes":["created"],"url":"http://127.0.0.1:8123/"}`:                    "not listed in evaluation.webhook_allowed_hosts",
+		`{"name":"x","eventTypes":["created"],"url":"ftp://hooks.example.com"}`:                   "url",
+		`{"name":"","eventTypes":["created"],"url":"https://hooks.example.com"}`:                  "name",
 		`{"name":"x","eventTypes":["created"],"url":"https://hooks.example.com","secret":"mine"}`: "secret",
 	} {
 		rec := call(t, f, http.MethodPost, base, f.a.ProjectAuth, json.RawMessage(body), http.StatusBadRequest)
