@@ -99,7 +99,7 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 	box, err := controlplane.NewSecretBox(make([]byte, 32))
 	require.NoError(t, err)
 	a, _, err := env.Store.CreateAutomation(ctx, box, env.ProjectID, controlplane.NewAutomation{Name: xss[1], Events: controlplane.AutomationEvents,
-		URL: "https://hooks.example/" + xss[0], Headers: map[string]string{"X-Hostile": all}})
+		URL: "https://hooks.example/" + xss[0], Headers: map[string]string{"X-Hostile": xss[2]}})
 	require.NoError(t, err)
 	_, err = env.Store.EnqueueTestDelivery(ctx, env.ProjectID, a.ID)
 	require.NoError(t, err)
