@@ -109,6 +109,14 @@ func TestAutomationCRUDAndSecrets(t *testing.T) {
 		assert.Equal(t, EventTest, d.EventType)
 		assert.Equal(t, DeliveryPending, d.Status)
 
+		// Deleting the project switches its automations off.
+		live, _, err := s.CreateAutomation(ctx, box, pb.ID, NewAutomation{Name: "live", Events: AutomationEvents, URL: "https://h.example"})
+		require.NoError(t, err)
+		require.NoError(t, s.DeleteProject(ctx, pb.OrganizationID, pb.ID))
+		live, err = s.GetAutomation(ctx, pb.ID, live.ID)
+		require.NoError(t, err)
+		assert.False(t, live.Active)
+
 		require.NoError(t, s.DeleteAutomation(ctx, pa.ID, a.ID))
 		_, err = s.GetAutomation(ctx, pa.ID, a.ID)
 		assert.ErrorIs(t, err, ErrNotFound)
