@@ -246,8 +246,12 @@ func (w *Worker) deliver(ctx context.Context, d controlplane.AutomationDelivery)
 		return controlplane.DeliveryOutcome{Status: controlplane.DeliveryFailed, StatusCode: code, Error: msg}
 	}
 	target, err := w.store.AutomationTarget(ctx, w.box, d.ProjectID, d.AutomationID)
-	if err != nil {
+	switch {
+	case errors.Is(err, controlplane.ErrNoEncryptionKey), errors.Is(err, controlplane.ErrNotFound):
 		return failed(0, "automation: "+err.Error())
+	case err != nil:
+		// The store may be back on the next attempt.
+		return w.retry(d, 0, "automation: "+err.Error())
 	}
 	if !target.Active && d.EventType != controlplane.EventTest {
 		return failed(0, "the automation was switched off")

@@ -361,3 +361,22 @@ func TestSign(t *testing.T) {
 	mac.Write([]byte("1700000000.{}"))
 	assert.Equal(t, "t=1700000000,v1="+hex.EncodeToString(mac.Sum(nil)), Sign("secret", time.Unix(1700000000, 0), []byte("{}")))
 }
+
+func TestWorkerWithoutTheEncryptionKey(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	a, _ := f.automation(t, rc.srv.URL)
+	_, err := f.store.EnqueueTestDelivery(context.Background(), f.project, a.ID)
+	require.NoError(t, err)
+	policy, err := egress.Webhooks([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	w, err := NewWorker(fastConfig(), f.store, nil, policy, zap.NewNop())
+	require.NoError(t, err)
+	w.Start()
+	t.Cleanup(w.Stop)
+	ds := waitFinal(t, f, a.ID, 1)
+	assert.Equal(t, controlplane.DeliveryFailed, ds[0].Status)
+	assert.Equal(t, 1, ds[0].Attempts, "it cannot sign, and will not until restarted with the key")
+	assert.Contains(t, ds[0].Error, controlplane.EncryptionKeyEnv)
+	assert.Empty(t, rc.received())
+}
