@@ -23,6 +23,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/testutil/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -104,8 +105,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
+	return newFixtureAt(t, "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
+}
+
+func newFixtureAt(t *testing.T, dsn string) fixture {
+	t.Helper()
 	ctx := context.Background()
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
 	store := openStore(t, dsn)
 	_, err := store.CreateOrganization(ctx, "org", "Org")
 	require.NoError(t, err)
@@ -318,28 +323,48 @@ func TestWorkerSkipsSwitchedOffAutomations(t *testing.T) {
 }
 
 // The outbox survives the process: an event written while no worker runs
-// (or before one died) is delivered once a worker starts, exactly once.
+// (or before one died) is delivered once workers start, exactly once,
+// however many processes share the database.
 func TestOutboxSurvivesARestart(t *testing.T) {
-	f := newFixture(t)
-	rc := newReceiver(t)
-	a, secret := f.automation(t, rc.srv.URL)
-	rc.secret = secret
-	_, err := f.store.CreatePrompt(context.Background(), f.project, controlplane.NewPrompt{Name: "p", Prompt: json.RawMessage(`"x"`)})
-	require.NoError(t, err)
-	require.NoError(t, f.store.Close())
+	for name, dsn := range map[string]func(t testing.TB) string{
+		"sqlite":   func(t testing.TB) string { return "sqlite://" + filepath.Join(t.TempDir(), "cp.db") },
+		"postgres": pgtest.DSN,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixtureAt(t, dsn(t))
+			rc := newReceiver(t)
+			a, secret := f.automation(t, rc.srv.URL)
+			rc.secret = secret
+			for i := range 5 {
+				_, err := f.store.CreatePrompt(context.Background(), f.project, controlplane.NewPrompt{Name: "p" + strconv.Itoa(i),
+					Prompt: json.RawMessage(`"x"`)})
+				require.NoError(t, err)
+			}
+			require.NoError(t, f.store.Close())
 
-	// A new process opens the same database.
-	reopened := openStore(t, f.dsn)
-	f.store = reopened
-	w1 := startWorker(t, f, reopened, fastConfig())
-	w2 := startWorker(t, f, reopened, fastConfig())
-	ds := waitFinal(t, f, a.ID, 1)
-	w1.Stop()
-	w2.Stop()
-	assert.Equal(t, controlplane.DeliveryDelivered, ds[0].Status)
-	got := rc.received()
-	require.Len(t, got, 1, "two workers, one delivery")
-	assert.True(t, got[0].valid)
+			// Two new processes open the same database.
+			first, second := openStore(t, f.dsn), openStore(t, f.dsn)
+			f.store = first
+			w1 := startWorker(t, f, first, fastConfig())
+			w2 := startWorker(t, f, second, fastConfig())
+			ds := waitFinal(t, f, a.ID, 5)
+			w1.Stop()
+			w2.Stop()
+			events := map[string]bool{}
+			for _, d := range ds {
+				assert.Equal(t, controlplane.DeliveryDelivered, d.Status)
+				assert.Equal(t, 1, d.Attempts)
+				events[d.EventID] = true
+			}
+			got := rc.received()
+			require.Len(t, got, 5, "two processes, each event sent once")
+			for _, g := range got {
+				assert.True(t, g.valid)
+				assert.True(t, events[g.header.Get(EventIDHeader)])
+				delete(events, g.header.Get(EventIDHeader))
+			}
+		})
+	}
 }
 
 func TestBackoff(t *testing.T) {
