@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 
+	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
@@ -52,6 +53,11 @@ type Config struct {
 	// and prompt experiments. LLM connection keys are sealed with the key in
 	// GLASSBOX_ENCRYPTION_KEY.
 	Evaluation evalworker.Config `mapstructure:"evaluation"`
+
+	// Automations configures the workers that deliver automations
+	// (webhooks on prompt-version events). Their URLs are held to the
+	// webhook egress policy, evaluation.webhook_allowed_hosts.
+	Automations automations.Config `mapstructure:"automations"`
 
 	// UI configures the web UI served beside the API: sign-in, sign-up and
 	// single sign-on.
@@ -159,6 +165,7 @@ func NewDefaultConfig() Config {
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
 		Evaluation:               evalworker.NewDefaultConfig(),
+		Automations:              automations.NewDefaultConfig(),
 		UI:                       ui.NewDefaultConfig(),
 	}
 }
@@ -230,6 +237,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("admin_api_key (or %s) must have at least %d characters", AdminAPIKeyEnv, minAdminAPIKeyLen))
 	}
 	errs = append(errs, cfg.Evaluation.Validate())
+	errs = append(errs, cfg.Automations.Validate())
 	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/admin"
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
+	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
@@ -56,7 +57,8 @@ type Server struct {
 	controlPlane *controlplane.Store
 	clickhouse   *chstore.Store
 	handler      http.Handler
-	worker       *evalworker.Worker // nil when evaluation.enabled is off
+	worker       *evalworker.Worker  // nil when evaluation.enabled is off
+	deliveries   *automations.Worker // nil when automations.enabled is off
 	purger       *purger
 	ui           *web.App // nil when ui.enabled is off
 }
@@ -111,8 +113,9 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
 	if cfg.UI.Enabled {
 		llmHosts, _ := cfg.Evaluation.LLMHosts() // Validate refused malformed hosts
+		webhooks, _ := cfg.Evaluation.Webhooks()
 		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch, Media: mediaService(cfg, cp),
-			Secrets: box, LLMHosts: llmHosts}, logger); err != nil {
+			Secrets: box, LLMHosts: llmHosts, Webhooks: webhooks}, logger); err != nil {
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
 		s.handler = s.ui.Wrap(s.handler)
@@ -124,6 +127,17 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
 		s.worker.Start()
+	}
+	if cfg.Automations.Enabled {
+		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
+		if s.deliveries, err = automations.NewWorker(cfg.Automations, cp, box, webhooks, logger); err != nil {
+			if s.worker != nil {
+				s.worker.Stop()
+			}
+			s.purger.stop()
+			return nil, errors.Join(err, ch.Close(), cp.Close())
+		}
+		s.deliveries.Start()
 	}
 	return s, nil
 }
@@ -162,6 +176,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	webhooks, _ := cfg.Evaluation.Webhooks() // and Validate malformed hosts
 	llmHosts, _ := cfg.Evaluation.LLMHosts()
 	routes = append(routes, evaluations.Routes(cp, box, webhooks, llmHosts)...)
+	routes = append(routes, automations.Routes(cp, box, webhooks)...)
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	routes = append(routes, comments.Routes(cp, ch)...)
 	routes = append(routes, experiments.Routes(ch)...)
@@ -196,10 +211,14 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close stops the evaluation workers and the purge, and releases both stores.
+// Close stops the evaluation and delivery workers and the purge, and
+// releases both stores.
 func (s *Server) Close() error {
 	if s.worker != nil {
 		s.worker.Stop()
+	}
+	if s.deliveries != nil {
+		s.deliveries.Stop()
 	}
 	s.purger.stop()
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())

@@ -95,6 +95,8 @@ type Stores struct {
 	Secrets *controlplane.SecretBox
 	// LLMHosts is the operator's policy of hosts LLM calls may reach.
 	LLMHosts egress.Policy
+	// Webhooks is the policy of hosts webhooks (automations) may reach.
+	Webhooks egress.Policy
 }
 
 // Secret names of the keys the UI keeps in the control plane store, shared
@@ -152,7 +154,8 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 	}
 	if err := errors.Join(
 		account.Routes(app, cp, acc),
-		settings.Routes(app, cp, st.ClickHouse, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient}),
+		settings.Routes(app, cp, st.ClickHouse, builtin.Models(), settings.LLM{Box: st.Secrets, Hosts: st.LLMHosts, Client: llmClient},
+			settings.Automations{Box: st.Secrets, Hosts: st.Webhooks}),
 		tracing.Routes(app, st.ClickHouse, cp, st.Media),
 		sessions.Routes(app, st.ClickHouse, cp),
 		comments.Routes(app, cp),

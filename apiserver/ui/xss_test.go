@@ -71,8 +71,9 @@ func hostileTrace(t *testing.T, env *uitest.Env) {
 }
 
 // hostileEvaluation stores the corpus in the evaluation pages' objects: a
-// dataset with an item and a run of the hostile trace, a score config and
-// an annotation queue holding the trace. It returns the pages that show them.
+// dataset with an item and a run of the hostile trace, a score config, an
+// annotation queue holding the trace, and an automation with a failed
+// delivery. It returns the pages that show them.
 func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -94,8 +95,23 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 	require.NoError(t, err)
 	qi, _, err := env.Store.AddAnnotationQueueItem(ctx, env.ProjectID, q.ID, "hostile", controlplane.ObjectTrace, "")
 	require.NoError(t, err)
+	// An automation named with the corpus, whose delivery failed with it.
+	box, err := controlplane.NewSecretBox(make([]byte, 32))
+	require.NoError(t, err)
+	a, _, err := env.Store.CreateAutomation(ctx, box, env.ProjectID, controlplane.NewAutomation{Name: xss[1], Events: controlplane.AutomationEvents,
+		URL: "https://hooks.example/" + xss[0], Headers: map[string]string{"X-Hostile": xss[2]}})
+	require.NoError(t, err)
+	_, err = env.Store.EnqueueTestDelivery(ctx, env.ProjectID, a.ID)
+	require.NoError(t, err)
+	claimed, err := env.Store.ClaimAutomationDeliveries(ctx, "xss", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.NoError(t, env.Store.FinishAutomationDelivery(ctx, claimed[0], controlplane.DeliveryOutcome{Status: controlplane.DeliveryFailed,
+		StatusCode: 400, Error: all}))
 	p := "/project/" + env.ProjectID
 	return []string{
+		p + "/settings/automations",
+		p + "/settings/automations/" + a.ID,
 		p + "/prompts",
 		p + "/prompts/" + url.PathEscape(promptName),
 		p + "/prompts/new?name=" + url.QueryEscape(promptName),
@@ -113,7 +129,7 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 }
 
 // TestXSSCorpusIsEscaped renders every page that shows trace, prompt,
-// dataset, score config and queue data with the hostile corpus in every field and checks that no payload survives as
+// dataset, score config, queue and automation data with the hostile corpus in every field and checks that no payload survives as
 // markup, then opens the pages in Chromium and checks that none ran.
 func TestXSSCorpusIsEscaped(t *testing.T) {
 	env := uitest.Start(t, uitest.Options{})

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
@@ -34,6 +35,9 @@ func TestLoadConfig(t *testing.T) {
 	defaults := apiserver.NewDefaultConfig()
 	defaults.Listen = ""
 	defaults.Evaluation.Enabled = false
+	defaults.Automations.Enabled = false
+	deliveries := automations.NewDefaultConfig()
+	deliveries.RetryBackoff = 30 * time.Second
 	evaluation := evalworker.NewDefaultConfig()
 	evaluation.Workers, evaluation.MaxAttempts = 8, 3
 	tests := []struct {
@@ -62,6 +66,7 @@ func TestLoadConfig(t *testing.T) {
 				MaxLargeRequestBodyBytes: 8388608,
 				Media:                    apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
 				Evaluation:               evaluation,
+				Automations:              deliveries,
 				UI: ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
 					Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
 					AllowedDomains: []string{"example.com"},

@@ -21,12 +21,13 @@ func NewFactory() extension.Factory {
 
 // createDefaultConfig is the standalone default without a listener of its
 // own (in the collector the ingest receiver's port serves the API) and
-// without evaluation workers, which a configuration turns on where it wants
-// them (evaluation.enabled).
+// without evaluation or automation delivery workers, which a configuration
+// turns on where it wants them (evaluation.enabled, automations.enabled).
 func createDefaultConfig() component.Config {
 	cfg := apiserver.NewDefaultConfig()
 	cfg.Listen = ""
 	cfg.Evaluation.Enabled = false
+	cfg.Automations.Enabled = false
 	return &cfg
 }
 

@@ -50,6 +50,9 @@ const (
 	ProjectSettingsWrite Action = "projectSettings:write"
 	// LLMConnectionsManage stores and removes LLM provider keys.
 	LLMConnectionsManage Action = "llmConnections:manage"
+	// AutomationsManage sees, creates, changes and deletes the project's
+	// automations (webhooks on prompt changes) and their delivery log.
+	AutomationsManage Action = "automations:manage"
 	// ProjectMembersManage sets and removes project-level roles.
 	ProjectMembersManage Action = "projectMembers:manage"
 	// ProjectDelete deletes the project.
@@ -98,6 +101,7 @@ var minimum = map[Action]controlplane.Role{
 	ModelsWrite:           controlplane.RoleAdmin,
 	ProjectSettingsWrite:  controlplane.RoleAdmin,
 	LLMConnectionsManage:  controlplane.RoleAdmin,
+	AutomationsManage:     controlplane.RoleAdmin,
 	ProjectMembersManage:  controlplane.RoleAdmin,
 	ProjectCreate:         controlplane.RoleAdmin,
 	MembersManage:         controlplane.RoleAdmin,

@@ -15,6 +15,7 @@ import (
 const matrix = `
 annotationQueues:write      x x x .
 apiKeys:manage              x x . .
+automations:manage          x x . .
 dashboards:write            x x x .
 datasets:write              x x x .
 evaluators:write            x x x .

@@ -643,6 +643,53 @@ var migrations = []migration{
 			new: `CHECK (adapter IN ('openai', 'anthropic', 'azure', 'bedrock', 'google-vertex-ai', 'google-ai-studio'))`}},
 	},
 	{
+		version: 47,
+		name:    "automations",
+		stmts: []string{
+			// Webhooks on prompt-version events. The custom headers and the
+			// signing secret are sealed with the encryption key, bound to the
+			// id and URL; header_keys lists the header names for display.
+			`CREATE TABLE automations (
+				id             TEXT PRIMARY KEY,
+				project_id     TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+				name           TEXT NOT NULL,
+				events         TEXT NOT NULL,
+				url            TEXT NOT NULL,
+				header_keys    TEXT NOT NULL,
+				sealed_headers TEXT NOT NULL,
+				sealed_secret  TEXT NOT NULL,
+				display_secret TEXT NOT NULL,
+				active         INTEGER NOT NULL,
+				created_at     BIGINT NOT NULL,
+				updated_at     BIGINT NOT NULL,
+				UNIQUE (project_id, name)
+			)`,
+			// The outbox and the delivery log in one: a prompt change writes
+			// a PENDING row per subscribed automation in its own transaction;
+			// a worker leases it, sends it and records the outcome.
+			`CREATE TABLE automation_deliveries (
+				id              TEXT PRIMARY KEY,
+				project_id      TEXT NOT NULL,
+				automation_id   TEXT NOT NULL REFERENCES automations (id) ON DELETE CASCADE,
+				event_id        TEXT NOT NULL,
+				event_type      TEXT NOT NULL,
+				payload         TEXT NOT NULL,
+				status          TEXT NOT NULL CHECK (status IN ('PENDING', 'DELIVERED', 'FAILED')),
+				attempts        INTEGER NOT NULL,
+				status_code     INTEGER,
+				error           TEXT NOT NULL,
+				next_attempt_at BIGINT NOT NULL,
+				lease_owner     TEXT,
+				lease_until     BIGINT,
+				created_at      BIGINT NOT NULL,
+				updated_at      BIGINT NOT NULL,
+				delivered_at    BIGINT
+			)`,
+			`CREATE INDEX automation_deliveries_due ON automation_deliveries (status, next_attempt_at)`,
+			`CREATE INDEX automation_deliveries_automation ON automation_deliveries (automation_id, created_at)`,
+		},
+	},
+	{
 		version: 49,
 		name:    "organization retention",
 		stmts: []string{

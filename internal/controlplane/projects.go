@@ -204,7 +204,8 @@ func (s *Store) UpdateProject(ctx context.Context, orgID, projectID string, u Pr
 }
 
 // DeleteProject marks a project deleted and revokes its keys in the same
-// transaction, so no key of a deleted project verifies.
+// transaction, so no key of a deleted project verifies; its automations
+// are switched off, so nothing more is sent on its behalf.
 func (s *Store) DeleteProject(ctx context.Context, orgID, projectID string) error {
 	err := s.inTx(ctx, func(c conn) error {
 		now := s.micros()
@@ -219,6 +220,10 @@ func (s *Store) DeleteProject(ctx context.Context, orgID, projectID string) erro
 		if _, err := c.exec(ctx, `UPDATE api_keys SET revoked_at = ?
 			WHERE org_id = ? AND project_id = ? AND revoked_at IS NULL`, now, orgID, projectID); err != nil {
 			return fmt.Errorf("revoke keys of project %q: %w", projectID, err)
+		}
+		if _, err := c.exec(ctx, `UPDATE automations SET active = 0, updated_at = ? WHERE project_id = ? AND active = 1`,
+			now, projectID); err != nil {
+			return fmt.Errorf("switch off automations of project %q: %w", projectID, err)
 		}
 		return nil
 	})

@@ -146,9 +146,13 @@ func (s *Store) CreatePrompt(ctx context.Context, projectID string, np NewPrompt
 		if err := s.lockPrompt(ctx, c, projectID, p.Name); err != nil {
 			return err
 		}
+		watch, err := s.watchPrompt(ctx, c, projectID, p.Name)
+		if err != nil {
+			return err
+		}
 		var latest sql.NullInt64
 		var latestType sql.NullString
-		err := c.queryRow(ctx, `SELECT version, type FROM prompts WHERE project_id = ? AND name = ?
+		err = c.queryRow(ctx, `SELECT version, type FROM prompts WHERE project_id = ? AND name = ?
 			ORDER BY version DESC LIMIT 1`, projectID, p.Name).Scan(&latest, &latestType)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read latest version of prompt %q: %w", p.Name, err)
@@ -184,6 +188,9 @@ func (s *Store) CreatePrompt(ctx context.Context, projectID string, np NewPrompt
 			if err := setPromptTags(ctx, c, projectID, p.Name, tags); err != nil {
 				return err
 			}
+		}
+		if err := s.emit(ctx, c, watch, p.Version); err != nil {
+			return err
 		}
 		p, err = getPrompt(ctx, c, projectID, p.Name, PromptSelector{Version: p.Version})
 		return err
@@ -549,7 +556,14 @@ func (s *Store) SetPromptLabels(ctx context.Context, projectID, name string, ver
 		if _, err := getPrompt(ctx, c, projectID, name, PromptSelector{Version: version}); err != nil {
 			return err
 		}
+		watch, err := s.watchPrompt(ctx, c, projectID, name)
+		if err != nil {
+			return err
+		}
 		if err := s.moveLabels(ctx, c, projectID, name, version, labels, s.micros()); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, c, watch, 0); err != nil {
 			return err
 		}
 		p, err = getPrompt(ctx, c, projectID, name, PromptSelector{Version: version})
@@ -568,6 +582,10 @@ func (s *Store) RemovePromptLabel(ctx context.Context, projectID, name, label st
 		if err := s.lockPrompt(ctx, c, projectID, name); err != nil {
 			return err
 		}
+		watch, err := s.watchPrompt(ctx, c, projectID, name)
+		if err != nil {
+			return err
+		}
 		res, err := c.exec(ctx, `DELETE FROM prompt_labels WHERE project_id = ? AND name = ? AND label = ?`, projectID, name, label)
 		if err != nil {
 			return fmt.Errorf("remove label %q of prompt %q: %w", label, name, err)
@@ -575,7 +593,7 @@ func (s *Store) RemovePromptLabel(ctx context.Context, projectID, name, label st
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
 			return fmt.Errorf("label %q of prompt '%s': %w", label, name, ErrNotFound)
 		}
-		return nil
+		return s.emit(ctx, c, watch, 0)
 	})
 }
 
@@ -621,6 +639,13 @@ func (s *Store) DeletePrompts(ctx context.Context, projectID, name string, sel P
 		if err := checkNoDependents(ctx, c, projectID, name, doomed, labels, all); err != nil {
 			return err
 		}
+		watch, err := s.watchPrompt(ctx, c, projectID, name)
+		if err != nil {
+			return err
+		}
+		if err := watch.deleting(ctx, c, doomed); err != nil {
+			return err
+		}
 		for _, v := range doomed {
 			if _, err := c.exec(ctx, `DELETE FROM prompt_labels WHERE project_id = ? AND name = ? AND version = ?`, projectID, name, v); err != nil {
 				return fmt.Errorf("delete labels of prompt %q: %w", name, err)
@@ -630,15 +655,20 @@ func (s *Store) DeletePrompts(ctx context.Context, projectID, name string, sel P
 			}
 		}
 		if all {
-			_, err := c.exec(ctx, `DELETE FROM prompt_tags WHERE project_id = ? AND name = ?`, projectID, name)
-			return err
+			if _, err := c.exec(ctx, `DELETE FROM prompt_tags WHERE project_id = ? AND name = ?`, projectID, name); err != nil {
+				return err
+			}
+			return s.emit(ctx, c, watch, 0)
 		}
 		var highest int
 		if err := c.queryRow(ctx, `SELECT MAX(version) FROM prompts WHERE project_id = ? AND name = ?`, projectID, name).
 			Scan(&highest); err != nil {
 			return fmt.Errorf("highest version of prompt %q: %w", name, err)
 		}
-		return s.moveLabels(ctx, c, projectID, name, highest, []string{LabelLatest}, s.micros())
+		if err := s.moveLabels(ctx, c, projectID, name, highest, []string{LabelLatest}, s.micros()); err != nil {
+			return err
+		}
+		return s.emit(ctx, c, watch, 0)
 	})
 }
 

@@ -1,6 +1,6 @@
 // Package settings serves the organization and project settings pages:
 // projects, members and roles, API keys, model prices, score configs, LLM
-// connections, sampling and retention, and usage.
+// connections, automations, sampling and retention, and usage.
 package settings // import "github.com/glassbox-dev/glassbox/apiserver/ui/settings"
 
 import (
@@ -58,6 +58,14 @@ type Store interface {
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
 	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
 	DeleteLLMConnection(ctx context.Context, projectID, id string) error
+
+	CreateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID string, n controlplane.NewAutomation) (controlplane.Automation, string, error)
+	ListAutomations(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Automation, int, error)
+	GetAutomation(ctx context.Context, projectID, id string) (controlplane.Automation, error)
+	UpdateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID, id string, u controlplane.AutomationUpdate) (controlplane.Automation, error)
+	DeleteAutomation(ctx context.Context, projectID, id string) error
+	ListAutomationDeliveries(ctx context.Context, projectID, automationID, status string, offset, limit int) ([]controlplane.AutomationDelivery, int, error)
+	EnqueueTestDelivery(ctx context.Context, projectID, id string) (controlplane.AutomationDelivery, error)
 }
 
 // inviteTTL is how long an invitation link works.
@@ -68,16 +76,19 @@ type handlers struct {
 	usage    Usage
 	builtins []pricing.Model
 	llm      LLM
-	t        *web.Templates
+	// automations holds the box and egress policy of the automations tab.
+	automations Automations
+	t           *web.Templates
 }
 
 // Routes registers the settings pages and their sidebar entry.
-func Routes(app *web.App, store Store, usage Usage, builtins []pricing.Model, llm LLM) error {
-	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html", "llm.html", "usage.html")
+func Routes(app *web.App, store Store, usage Usage, builtins []pricing.Model, llm LLM, automations Automations) error {
+	t, err := app.Parse(pages, "organization.html", "general.html", "apikeys.html", "members.html", "models.html", "scores.html", "llm.html", "usage.html",
+		"automations.html", "automation_deliveries.html")
 	if err != nil {
 		return err
 	}
-	h := &handlers{store: store, usage: usage, builtins: builtins, llm: llm, t: t}
+	h := &handlers{store: store, usage: usage, builtins: builtins, llm: llm, automations: automations, t: t}
 	app.AddNav(web.NavItem{Section: "Settings", Label: "Settings", Path: "settings", Action: access.ProjectRead, Order: 900})
 	const org, proj = web.InOrganization, web.InProject
 	return app.Handle(
@@ -114,6 +125,13 @@ func Routes(app *web.App, store Store, usage Usage, builtins []pricing.Model, ll
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections", Access: proj, Action: access.LLMConnectionsManage, Handler: h.saveLLMConnection},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections/{connectionId}/test", Access: proj, Action: access.LLMConnectionsManage, Handler: h.testLLMConnection},
 		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/llm-connections/{connectionId}/delete", Access: proj, Action: access.LLMConnectionsManage, Handler: h.deleteLLMConnection},
+
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/automations", Access: proj, Action: access.AutomationsManage, Handler: h.listAutomations},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/automations", Access: proj, Action: access.AutomationsManage, Handler: h.createAutomation},
+		web.Route{Method: http.MethodGet, Path: "/project/{projectId}/settings/automations/{automationId}", Access: proj, Action: access.AutomationsManage, Handler: h.automationDeliveries},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/automations/{automationId}/toggle", Access: proj, Action: access.AutomationsManage, Handler: h.toggleAutomation},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/automations/{automationId}/test", Access: proj, Action: access.AutomationsManage, Handler: h.testAutomation},
+		web.Route{Method: http.MethodPost, Path: "/project/{projectId}/settings/automations/{automationId}/delete", Access: proj, Action: access.AutomationsManage, Handler: h.deleteAutomation},
 	)
 }
 
@@ -130,6 +148,7 @@ func tabs(r *web.Request, active string) []web.Tab {
 		{"Models", "models", access.ProjectRead},
 		{"Scores", "scores", access.ProjectRead},
 		{"LLM connections", "llm-connections", access.ProjectRead},
+		{"Automations", "automations", access.AutomationsManage},
 		{"Usage", "usage", access.UsageRead},
 	}
 	var out []web.Tab

@@ -60,6 +60,7 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.ClickHouse.DSN, cfg.ClickHouse.Database, cfg.ClickHouse.QueryTimeout = ch.DSN, ch.Database, ch.QueryTimeout
 	cfg.Media.Dir = filepath.Join(t.TempDir(), "media")
 	cfg.Evaluation.Enabled = false
+	cfg.Automations.Enabled = false
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
