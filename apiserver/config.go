@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
@@ -52,6 +53,10 @@ type Config struct {
 	// and prompt experiments. LLM connection keys are sealed with the key in
 	// GLASSBOX_ENCRYPTION_KEY.
 	Evaluation evalworker.Config `mapstructure:"evaluation"`
+
+	// Alerts tunes the alert evaluator, which runs where the evaluation
+	// workers run (evaluation.enabled).
+	Alerts alerts.Config `mapstructure:"alerts"`
 
 	// UI configures the web UI served beside the API: sign-in, sign-up and
 	// single sign-on.
@@ -156,6 +161,7 @@ func NewDefaultConfig() Config {
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
 		Evaluation:               evalworker.NewDefaultConfig(),
+		Alerts:                   alerts.NewDefaultConfig(),
 		UI:                       ui.NewDefaultConfig(),
 	}
 }
@@ -224,6 +230,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("admin_api_key (or %s) must have at least %d characters", AdminAPIKeyEnv, minAdminAPIKeyLen))
 	}
 	errs = append(errs, cfg.Evaluation.Validate())
+	errs = append(errs, cfg.Alerts.Validate())
 	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))
 	return errors.Join(errs...)
 }

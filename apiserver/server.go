@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver/admin"
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
 	"github.com/glassbox-dev/glassbox/apiserver/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
@@ -57,6 +58,7 @@ type Server struct {
 	clickhouse   *chstore.Store
 	handler      http.Handler
 	worker       *evalworker.Worker // nil when evaluation.enabled is off
+	alerts       *alerts.Evaluator  // likewise
 	purger       *purger
 	ui           *web.App // nil when ui.enabled is off
 }
@@ -123,7 +125,13 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 			s.purger.stop()
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
+		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
+		if s.alerts, err = alerts.NewEvaluator(cfg.Alerts, cp, ch, webhooks, cfg.PublicURL, logger); err != nil {
+			s.purger.stop()
+			return nil, errors.Join(err, ch.Close(), cp.Close())
+		}
 		s.worker.Start()
+		s.alerts.Start()
 	}
 	return s, nil
 }
@@ -165,6 +173,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	routes = append(routes, comments.Routes(cp, ch)...)
 	routes = append(routes, experiments.Routes(ch)...)
+	routes = append(routes, alerts.Routes(alerts.Service{Store: cp, Metrics: ch, Webhooks: webhooks, Now: time.Now})...)
 	return append(routes, openapi.Route(routes, Version))
 }
 
@@ -196,10 +205,14 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close stops the evaluation workers and the purge, and releases both stores.
+// Close stops the evaluation workers, the alert evaluator and the purge,
+// and releases both stores.
 func (s *Server) Close() error {
 	if s.worker != nil {
 		s.worker.Stop()
+	}
+	if s.alerts != nil {
+		s.alerts.Stop()
 	}
 	s.purger.stop()
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
