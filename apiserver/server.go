@@ -113,8 +113,9 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
 	if cfg.UI.Enabled {
 		llmHosts, _ := cfg.Evaluation.LLMHosts() // Validate refused malformed hosts
+		webhooks, _ := cfg.Evaluation.Webhooks()
 		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch, Media: mediaService(cfg, cp),
-			Secrets: box, LLMHosts: llmHosts}, logger); err != nil {
+			Secrets: box, LLMHosts: llmHosts, Webhooks: webhooks}, logger); err != nil {
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
 		s.handler = s.ui.Wrap(s.handler)
