@@ -336,18 +336,23 @@ var ErrAlertLeaseLost = errors.New("alert lease lost")
 // the state changed it returns the transition, which is in the history.
 // A query error keeps the state and the breach count.
 func (s *Store) RecordAlertEvaluation(ctx context.Context, owner, projectID, id string, e AlertEvaluation) (Alert, *AlertTransition, error) {
+	if owner == "" {
+		return Alert{}, nil, fmt.Errorf("%w: an evaluation needs the lease's owner", ErrInvalid)
+	}
 	var (
 		out Alert
 		tr  *AlertTransition
 	)
 	err := s.inTx(ctx, func(c conn) error {
-		var leaseOwner string
-		err := c.queryRow(ctx, `SELECT lease_owner FROM alerts WHERE project_id = ? AND id = ?`, projectID, id).Scan(&leaseOwner)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && leaseOwner != owner) {
-			return fmt.Errorf("alert %q: %w", id, ErrAlertLeaseLost)
-		}
+		// A no-op update checks the lease and locks the row until the end
+		// of the transaction, so that no claim slips in between.
+		res, err := c.exec(ctx, `UPDATE alerts SET lease_owner = lease_owner WHERE project_id = ? AND id = ? AND lease_owner = ?`,
+			projectID, id, owner)
 		if err != nil {
 			return fmt.Errorf("record alert evaluation: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(fmt.Errorf("alert %q: %w", id, ErrAlertLeaseLost), err)
 		}
 		a, err := getAlert(ctx, c, projectID, id)
 		if err != nil {

@@ -118,6 +118,8 @@ func TestAlertEvaluationStatesAndLeases(t *testing.T) {
 		}
 		_, _, err = s.RecordAlertEvaluation(ctx, "server-b", "p1", a.ID, AlertEvaluation{At: now, Value: value(1)})
 		assert.ErrorIs(t, err, ErrAlertLeaseLost, "only the lease's owner records")
+		_, _, err = s.RecordAlertEvaluation(ctx, "", "p1", a.ID, AlertEvaluation{At: now, Value: value(1)})
+		assert.ErrorIs(t, err, ErrInvalid)
 
 		got, tr := record("server-a", now, value(1500))
 		assert.Equal(t, AlertPending, got.State, "one breach of two")
