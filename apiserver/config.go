@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
@@ -58,6 +59,9 @@ type Config struct {
 	// (webhooks on prompt-version events). Their URLs are held to the
 	// webhook egress policy, evaluation.webhook_allowed_hosts.
 	Automations automations.Config `mapstructure:"automations"`
+	// Alerts tunes the alert evaluator, which runs where the evaluation
+	// workers run (evaluation.enabled).
+	Alerts alerts.Config `mapstructure:"alerts"`
 
 	// UI configures the web UI served beside the API: sign-in, sign-up and
 	// single sign-on.
@@ -166,6 +170,7 @@ func NewDefaultConfig() Config {
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
 		Evaluation:               evalworker.NewDefaultConfig(),
 		Automations:              automations.NewDefaultConfig(),
+		Alerts:                   alerts.NewDefaultConfig(),
 		UI:                       ui.NewDefaultConfig(),
 	}
 }
@@ -238,6 +243,7 @@ func (cfg *Config) Validate() error {
 	}
 	errs = append(errs, cfg.Evaluation.Validate())
 	errs = append(errs, cfg.Automations.Validate())
+	errs = append(errs, cfg.Alerts.Validate())
 	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))
 	return errors.Join(errs...)
 }

@@ -81,6 +81,7 @@ func newServer(t *testing.T) server {
 	dataSeed = seedData(t, cp, s.b, cfg.Media.Dir, evalSeed.scoreConfig)
 	seedDashboards(t, cp, s.b.ProjectID)
 	seedAutomations(t, cp, s.b.ProjectID)
+	seedAlerts(t, cp, s.b.ProjectID)
 	s.routes = Routes(cfg, cp, ch, zap.NewNop())
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp, AdminKey: testAdminKey})
 	require.NoError(t, err)

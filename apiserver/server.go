@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver/admin"
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/annotations"
 	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/comments"
@@ -59,6 +60,7 @@ type Server struct {
 	handler      http.Handler
 	worker       *evalworker.Worker  // nil when evaluation.enabled is off
 	deliveries   *automations.Worker // nil when automations.enabled is off
+	alerts       *alerts.Evaluator   // nil when evaluation.enabled is off
 	purger       *purger
 	ui           *web.App // nil when ui.enabled is off
 }
@@ -126,13 +128,20 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 			s.purger.stop()
 			return nil, errors.Join(err, ch.Close(), cp.Close())
 		}
+		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
+		if s.alerts, err = alerts.NewEvaluator(cfg.Alerts, cp, ch, webhooks, cfg.PublicURL, logger); err != nil {
+			s.purger.stop()
+			return nil, errors.Join(err, ch.Close(), cp.Close())
+		}
 		s.worker.Start()
+		s.alerts.Start()
 	}
 	if cfg.Automations.Enabled {
 		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
 		if s.deliveries, err = automations.NewWorker(cfg.Automations, cp, box, webhooks, logger); err != nil {
 			if s.worker != nil {
 				s.worker.Stop()
+				s.alerts.Stop()
 			}
 			s.purger.stop()
 			return nil, errors.Join(err, ch.Close(), cp.Close())
@@ -180,6 +189,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, annotations.Routes(cp, ch)...)
 	routes = append(routes, comments.Routes(cp, ch)...)
 	routes = append(routes, experiments.Routes(ch)...)
+	routes = append(routes, alerts.Routes(alerts.Service{Store: cp, Metrics: ch, Webhooks: webhooks, Now: time.Now})...)
 	return append(routes, openapi.Route(routes, Version))
 }
 
@@ -211,14 +221,17 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close stops the evaluation and delivery workers and the purge, and
-// releases both stores.
+// Close stops the evaluation workers, the alert evaluator, the delivery
+// workers and the purge, and releases both stores.
 func (s *Server) Close() error {
 	if s.worker != nil {
 		s.worker.Stop()
 	}
 	if s.deliveries != nil {
 		s.deliveries.Stop()
+	}
+	if s.alerts != nil {
+		s.alerts.Stop()
 	}
 	s.purger.stop()
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())

@@ -14,10 +14,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	uialerts "github.com/glassbox-dev/glassbox/apiserver/ui/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/annotation"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/comments"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/dashboards"
@@ -95,7 +97,8 @@ type Stores struct {
 	Secrets *controlplane.SecretBox
 	// LLMHosts is the operator's policy of hosts LLM calls may reach.
 	LLMHosts egress.Policy
-	// Webhooks is the policy of hosts webhooks (automations) may reach.
+	// Webhooks is the operator's policy of hosts webhooks (automations and
+	// alert notifications) may reach.
 	Webhooks egress.Policy
 }
 
@@ -166,6 +169,7 @@ func New(ctx context.Context, cfg Config, publicURL string, st Stores, logger *z
 		datasets.Routes(app, cp, st.ClickHouse),
 		scorelist.Routes(app, st.ClickHouse, cp),
 		evals.Routes(app, cp, st.ClickHouse, evalworker.NewPreviewer(cp, st.ClickHouse, st.Secrets, st.LLMHosts)),
+		uialerts.Routes(app, alerts.Service{Store: cp, Metrics: st.ClickHouse, Webhooks: st.Webhooks, Now: time.Now}),
 	); err != nil {
 		return nil, err
 	}

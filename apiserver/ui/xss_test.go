@@ -109,9 +109,12 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 	require.NoError(t, env.Store.FinishAutomationDelivery(ctx, claimed[0], controlplane.DeliveryOutcome{Status: controlplane.DeliveryFailed,
 		StatusCode: 400, Error: all}))
 	p := "/project/" + env.ProjectID
+	alert := hostileAlert(t, env)
 	return []string{
 		p + "/settings/automations",
 		p + "/settings/automations/" + a.ID,
+		p + "/alerts",
+		p + "/alerts/" + alert,
 		p + "/prompts",
 		p + "/prompts/" + url.PathEscape(promptName),
 		p + "/prompts/new?name=" + url.QueryEscape(promptName),
@@ -126,6 +129,29 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 		p + "/annotation-queues/" + q.ID,
 		p + "/annotation-queues/" + q.ID + "/items/" + qi.ID,
 	}
+}
+
+// hostileAlert stores an alert with the corpus in its name, filters, webhook
+// URL and last error, and a transition in its history; it returns its id.
+func hostileAlert(t *testing.T, env *uitest.Env) string {
+	t.Helper()
+	ctx := context.Background()
+	all := strings.Join(xss, " ")
+	query, err := json.Marshal(map[string]any{"view": "observations", "metric": map[string]any{"measure": "count", "aggregation": "count"},
+		"filters": []any{map[string]any{"column": "name", "operator": "=", "type": "string", "value": all}}})
+	require.NoError(t, err)
+	a, err := env.Store.CreateAlert(ctx, env.ProjectID, controlplane.AlertRule{Name: xss[0] + xss[1] + xss[2], Query: query,
+		Operator: ">", Threshold: 1, Window: time.Hour, Interval: time.Hour, For: 1, TargetFormat: "json",
+		TargetURL: "https://hooks.example.com/" + url.PathEscape(xss[1]) + "?q=" + url.QueryEscape(xss[0])})
+	require.NoError(t, err)
+	value, now := 5.0, time.Now().Add(-3*time.Hour)
+	for _, ev := range []controlplane.AlertEvaluation{{At: now, Value: &value}, {At: now.Add(2 * time.Hour), Error: all}} {
+		_, err = env.Store.ClaimDueAlerts(ctx, "xss", ev.At, time.Minute, 100)
+		require.NoError(t, err)
+		_, _, err = env.Store.RecordAlertEvaluation(ctx, "xss", env.ProjectID, a.ID, ev)
+		require.NoError(t, err)
+	}
+	return a.ID
 }
 
 // TestXSSCorpusIsEscaped renders every page that shows trace, prompt,

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/alerts"
 	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
@@ -67,6 +68,7 @@ func TestLoadConfig(t *testing.T) {
 				Media:                    apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
 				Evaluation:               evaluation,
 				Automations:              deliveries,
+				Alerts:                   alerts.NewDefaultConfig(),
 				UI: ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
 					Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
 					AllowedDomains: []string{"example.com"},

@@ -27,6 +27,11 @@ const (
 	ScoreConfigsWrite Action = "scoreConfigs:write"
 	// DashboardsWrite creates, edits and deletes custom dashboards.
 	DashboardsWrite Action = "dashboards:write"
+	// AlertsRead shows alerts with their state, history and webhook host.
+	AlertsRead Action = "alerts:read"
+	// AlertsWrite creates, pauses and deletes alerts, which post to
+	// webhooks outside the server.
+	AlertsWrite Action = "alerts:write"
 	// DatasetsWrite creates datasets and adds traces to them.
 	DatasetsWrite Action = "datasets:write"
 	// PromptsWrite creates prompt versions and moves labels.
@@ -90,6 +95,8 @@ var minimum = map[Action]controlplane.Role{
 	ScoresWrite:           controlplane.RoleMember,
 	ScoreConfigsWrite:     controlplane.RoleMember,
 	DashboardsWrite:       controlplane.RoleMember,
+	AlertsRead:            controlplane.RoleMember,
+	AlertsWrite:           controlplane.RoleAdmin,
 	DatasetsWrite:         controlplane.RoleMember,
 	PromptsWrite:          controlplane.RoleMember,
 	AnnotationQueuesWrite: controlplane.RoleMember,

@@ -13,6 +13,8 @@ import (
 // The whole matrix, written out: a change to who may do what shows up here
 // as a diff a reviewer reads. Columns: OWNER ADMIN MEMBER VIEWER.
 const matrix = `
+alerts:read                 x x x .
+alerts:write                x x . .
 annotationQueues:write      x x x .
 apiKeys:manage              x x . .
 automations:manage          x x . .

@@ -132,6 +132,13 @@ func (s *Store) Metrics(ctx context.Context, projectID string, q MetricsQuery) (
 	return rows, nil
 }
 
+// CheckMetrics validates a metrics query as Metrics would, without running
+// it, so that a saved query (an alert's) is refused when it is saved.
+func (s *Store) CheckMetrics(projectID string, q MetricsQuery) error {
+	_, err := s.compileMetrics(projectID, q)
+	return err
+}
+
 func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetrics, error) {
 	v, ok := views[q.View]
 	if !ok || q.View == viewScores {

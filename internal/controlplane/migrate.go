@@ -690,6 +690,54 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 48,
+		name:    "alerts",
+		stmts: []string{
+			// query and denominator are the metrics queries as clients sent
+			// them (JSON), checked by the metrics engine when saved. The lease
+			// columns keep an alert on one evaluating server at a time.
+			`CREATE TABLE alerts (
+				id                TEXT PRIMARY KEY,
+				project_id        TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+				name              TEXT NOT NULL,
+				query             TEXT NOT NULL,
+				denominator       TEXT,
+				operator          TEXT NOT NULL CHECK (operator IN ('>', '>=', '<', '<=')),
+				threshold         DOUBLE PRECISION NOT NULL,
+				window_seconds    BIGINT NOT NULL,
+				interval_seconds  BIGINT NOT NULL,
+				for_count         INTEGER NOT NULL,
+				target_url        TEXT NOT NULL,
+				target_format     TEXT NOT NULL CHECK (target_format IN ('json', 'slack')),
+				paused            INTEGER NOT NULL,
+				state             TEXT NOT NULL,
+				state_since       BIGINT NOT NULL,
+				breaches          INTEGER NOT NULL,
+				last_value        DOUBLE PRECISION,
+				last_evaluated_at BIGINT,
+				last_error        TEXT NOT NULL,
+				next_eval_at      BIGINT NOT NULL,
+				lease_owner       TEXT NOT NULL,
+				lease_until       BIGINT NOT NULL,
+				created_at        BIGINT NOT NULL,
+				updated_at        BIGINT NOT NULL
+			)`,
+			`CREATE INDEX alerts_project ON alerts (project_id, created_at)`,
+			`CREATE INDEX alerts_due ON alerts (next_eval_at)`,
+			`CREATE TABLE alert_history (
+				id           TEXT PRIMARY KEY,
+				alert_id     TEXT NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+				project_id   TEXT NOT NULL,
+				at           BIGINT NOT NULL,
+				from_state   TEXT NOT NULL,
+				to_state     TEXT NOT NULL,
+				value        DOUBLE PRECISION,
+				notification TEXT NOT NULL
+			)`,
+			`CREATE INDEX alert_history_alert ON alert_history (alert_id, at)`,
+		},
+	},
+	{
 		version: 49,
 		name:    "organization retention",
 		stmts: []string{
