@@ -216,6 +216,10 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 		rt.writeError(w, rt.classify(r, route, err))
 		return
 	}
+	if write, ok := body.(rawBody); ok {
+		write(w)
+		return
+	}
 	status := http.StatusOK
 	if sb, ok := body.(statusBody); ok {
 		status, body = sb.status, sb.body
