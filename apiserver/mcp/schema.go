@@ -18,8 +18,6 @@ type schema struct {
 	Description          string             `json:"description,omitempty"`
 	Format               string             `json:"format,omitempty"`
 	Enum                 []string           `json:"enum,omitempty"`
-	Minimum              *int64             `json:"minimum,omitempty"`
-	Maximum              *int64             `json:"maximum,omitempty"`
 	Items                *schema            `json:"items,omitempty"`
 	Properties           map[string]*schema `json:"properties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
@@ -113,12 +111,8 @@ func (s *schema) check(path string, v any) error {
 		if !ok {
 			return fmt.Errorf("%s must be an integer", path)
 		}
-		i, err := n.Int64()
-		if err != nil {
+		if _, err := n.Int64(); err != nil {
 			return fmt.Errorf("%s must be an integer", path)
-		}
-		if s.Minimum != nil && i < *s.Minimum || s.Maximum != nil && i > *s.Maximum {
-			return fmt.Errorf("%s must be between %d and %d", path, *s.Minimum, *s.Maximum)
 		}
 	case "array":
 		items, ok := v.([]any)
