@@ -147,7 +147,7 @@ func (f *fixture) advance(d time.Duration) {
 	f.nowVal = f.nowVal.Add(d)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	f := &fixture{nowVal: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
@@ -161,7 +161,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // do sends a request to the endpoint with JSON headers, plus extra ones.
-func (f *fixture) do(t *testing.T, method, auth, body string, headers ...string) *httptest.ResponseRecorder {
+func (f *fixture) do(t testing.TB, method, auth, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, Path, strings.NewReader(body))
 	if auth != "" {
@@ -185,7 +185,7 @@ func initBody(version string) string {
 }
 
 // initialize starts a session and returns its id.
-func (f *fixture) initialize(t *testing.T, auth, version string) string {
+func (f *fixture) initialize(t testing.TB, auth, version string) string {
 	t.Helper()
 	rec := f.do(t, http.MethodPost, auth, initBody(version))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -743,4 +743,43 @@ func TestRoutesDocumentTheEndpoint(t *testing.T) {
 	}
 	assert.Equal(t, http.MethodPost, routes[0].Method)
 	assert.Equal(t, http.MethodDelete, routes[1].Method)
+}
+
+// Whatever the body, the endpoint answers a 2xx or 4xx, never a 5xx, and a
+// body it sends is one JSON-RPC response or an array of them.
+func FuzzPost(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"list_traces","arguments":{"limit":5,"filter":[{"type":"string","column":"name","operator":"=","value":"a"}]}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_trace","arguments":{"traceId":"big"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`, `[]`, `[[]]`, `{}`, `null`, `1e999`, `{"jsonrpc":"2.0","id":-0,"method":"ping"}`,
+	} {
+		f.Add(seed, true)
+		f.Add(seed, false)
+	}
+	fx := newFixture(f)
+	current := fx.initialize(f, authA, "2025-06-18")
+	old := fx.initialize(f, authA, "2025-03-26")
+	f.Fuzz(func(t *testing.T, body string, newest bool) {
+		session := old
+		if newest {
+			session = current
+		}
+		rec := fx.do(t, http.MethodPost, authA, body, "Mcp-Session-Id", session)
+		require.Less(t, rec.Code, 500, rec.Body.String())
+		if rec.Body.Len() == 0 {
+			return
+		}
+		var one response
+		if json.Unmarshal(rec.Body.Bytes(), &one) == nil && one.JSONRPC == "2.0" {
+			return
+		}
+		var many []response
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &many), rec.Body.String())
+		require.NotEmpty(t, many)
+		for _, r := range many {
+			require.Equal(t, "2.0", r.JSONRPC)
+		}
+	})
 }
