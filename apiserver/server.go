@@ -28,6 +28,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/ingestion"
+	"github.com/glassbox-dev/glassbox/apiserver/mcp"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/memberships"
 	"github.com/glassbox-dev/glassbox/apiserver/metrics"
@@ -190,6 +191,8 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 	routes = append(routes, comments.Routes(cp, ch)...)
 	routes = append(routes, experiments.Routes(ch)...)
 	routes = append(routes, alerts.Routes(alerts.Service{Store: cp, Metrics: ch, Webhooks: webhooks, Now: time.Now})...)
+	// The MCP tools call the routes above.
+	routes = append(routes, mcp.Routes(mcp.Config{PublicURL: cfg.PublicURL, Version: Version}, routes, cp, logger)...)
 	return append(routes, openapi.Route(routes, Version))
 }
 

@@ -106,6 +106,16 @@ func WithStatus(status int, body any) any {
 	return statusBody{status: status, body: body}
 }
 
+type rawBody func(w http.ResponseWriter)
+
+// Respond makes a handler write its own answer (headers, status and body),
+// for protocols whose answers are not one JSON value with a fixed status,
+// such as MCP's empty 202 and its session header. The router has
+// authenticated the request and bounded its body as for any route.
+func Respond(write func(w http.ResponseWriter)) any {
+	return rawBody(write)
+}
+
 type principalKey struct{}
 
 // Principal returns the verified key of the request; the zero Principal on

@@ -216,6 +216,10 @@ func (rt *router) serve(w http.ResponseWriter, r *http.Request, route *Route) {
 		rt.writeError(w, rt.classify(r, route, err))
 		return
 	}
+	if write, ok := body.(rawBody); ok {
+		write(w)
+		return
+	}
 	status := http.StatusOK
 	if sb, ok := body.(statusBody); ok {
 		status, body = sb.status, sb.body
@@ -308,29 +312,43 @@ func (rt *router) verified(p apikey.Principal, err error) (apikey.Principal, *Er
 // classify turns a handler error into what the client sees; only unexpected
 // errors are logged, with the route, since their detail is not sent.
 func (rt *router) classify(r *http.Request, route *Route, err error) *Error {
-	var apiErr *Error
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &apiErr):
+	if apiErr, ok := ClientError(err); ok {
+		if errors.Is(err, chstore.ErrUnavailable) {
+			rt.logger.Warn("ClickHouse is unavailable", zap.String("route", route.Path), zap.Error(err))
+		}
 		return apiErr
-	case errors.As(err, &tooLarge):
-		return payloadTooLarge(tooLarge.Limit)
-	case errors.Is(err, chstore.ErrUnavailable):
-		rt.logger.Warn("ClickHouse is unavailable", zap.String("route", route.Path), zap.Error(err))
-		return errClickHouseDown
-	// The stores' own verdicts, for handlers that pass them on as they are.
-	case errors.Is(err, chstore.ErrNotFound), errors.Is(err, controlplane.ErrNotFound):
-		return NotFound("%s", storeMessage(err, "Not found"))
-	case errors.Is(err, chstore.ErrInvalid), errors.Is(err, controlplane.ErrInvalid):
-		return BadRequest("%s", storeMessage(err, "Invalid request"))
-	case errors.Is(err, controlplane.ErrConflict):
-		return Conflict("%s", storeMessage(err, "Conflict"))
-	case r.Context().Err() != nil:
+	}
+	if r.Context().Err() != nil {
 		// The client went away; nobody reads the answer.
 		return errServiceUnavailable
 	}
 	rt.logger.Error("request failed", zap.String("method", route.Method), zap.String("route", route.Path), zap.Error(err))
 	return errInternal
+}
+
+// ClientError is what the client is told of a handler's error: an *Error as
+// it is, the stores' verdicts (not found, invalid, conflict, ClickHouse
+// down) and an oversized body as their statuses. ok is false for anything
+// else, an unexpected failure whose detail is not for the client.
+func ClientError(err error) (e *Error, ok bool) {
+	var apiErr *Error
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr, true
+	case errors.As(err, &tooLarge):
+		return payloadTooLarge(tooLarge.Limit), true
+	case errors.Is(err, chstore.ErrUnavailable):
+		return errClickHouseDown, true
+	// The stores' own verdicts, for handlers that pass them on as they are.
+	case errors.Is(err, chstore.ErrNotFound), errors.Is(err, controlplane.ErrNotFound):
+		return NotFound("%s", storeMessage(err, "Not found")), true
+	case errors.Is(err, chstore.ErrInvalid), errors.Is(err, controlplane.ErrInvalid):
+		return BadRequest("%s", storeMessage(err, "Invalid request")), true
+	case errors.Is(err, controlplane.ErrConflict):
+		return Conflict("%s", storeMessage(err, "Conflict")), true
+	}
+	return nil, false
 }
 
 // storeMessage is a store error's text, which names what was wrong; def

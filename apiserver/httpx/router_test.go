@@ -78,6 +78,12 @@ func testRoutes() []Route {
 			}
 			return WithStatus(http.StatusCreated, body), nil
 		}},
+		{Method: http.MethodPost, Path: "/api/public/raw", Access: ProjectKey, Handler: func(r *http.Request) (any, error) {
+			return Respond(func(w http.ResponseWriter) {
+				w.Header().Set("X-Project", ProjectID(r))
+				w.WriteHeader(http.StatusAccepted)
+			}), nil
+		}},
 		{Method: http.MethodPost, Path: "/api/public/scores", Access: ProjectOrScoresKey, Handler: func(r *http.Request) (any, error) {
 			return map[string]any{"project": ProjectID(r), "scoresOnly": ScoresOnly(r)}, nil
 		}},
@@ -136,6 +142,21 @@ func do(t *testing.T, h http.Handler, method, target, auth, body string) (int, m
 		assert.Equal(t, "application/json; charset=utf-8", rec.Header().Get("Content-Type"))
 	}
 	return rec.Code, out, rec.Header()
+}
+
+// A handler that writes its own answer gets the request authenticated and
+// nothing else written for it.
+func TestRouterRespond(t *testing.T) {
+	h, _ := newTestRouter(t, fakeVerifier{})
+	status, body, header := do(t, h, http.MethodPost, "/api/public/raw", basic("pk-project", "sk-project"), "")
+	assert.Equal(t, http.StatusAccepted, status)
+	assert.Nil(t, body)
+	assert.Equal(t, "p1", header.Get("X-Project"))
+	assert.Empty(t, header.Get("Content-Type"))
+
+	status, _, header = do(t, h, http.MethodPost, "/api/public/raw", "", "")
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Empty(t, header.Get("X-Project"))
 }
 
 func TestRouterAuth(t *testing.T) {
