@@ -25,6 +25,7 @@ type stored struct {
 	traces     int
 	rawDups    int // rows beyond the first of a span on a shard (ReplacingMergeTree collapses them on read)
 	finalRows  int // rows after FINAL, summed over one replica per shard
+	perShard   []int
 	splitTrace []string
 	spanTrace  map[string]string // span id -> trace id
 }
@@ -94,6 +95,7 @@ func (tp *topology) waitStored(t *testing.T, acked map[string]*traceRec) (stored
 			split := map[string]bool{}
 			for s := 0; s < len(nodes); s += 2 {
 				st.finalRows += finals[s]
+				st.perShard = append(st.perShard, len(nodes[s]))
 				for k, n := range nodes[s] {
 					st.spanTrace[k[1]] = k[0]
 					st.rawDups += n - 1
@@ -117,6 +119,9 @@ func (tp *topology) waitStored(t *testing.T, acked map[string]*traceRec) (stored
 			}
 			if missing == 0 {
 				assert.Empty(t, st.splitTrace, "traces with spans on both shards")
+				for i, n := range st.perShard {
+					assert.Positive(t, n, "shard %d holds spans", i+1)
+				}
 				assert.Equal(t, st.spans, st.finalRows, "FINAL reads see every span once")
 				return st, time.Since(begin)
 			}

@@ -18,8 +18,8 @@ import (
 // keyBound is how soon a key created or revoked through an API server is
 // honoured by every gateway: the control plane's change counters are polled
 // every 5 s (extension/controlplaneextension/README.md); the margin covers
-// the probe's own interval and round trip.
-const keyBound = 5*time.Second + 500*time.Millisecond
+// the probe's own interval and a late tick on a busy 2-core machine.
+const keyBound = 5*time.Second + time.Second
 
 // figure is one line of the report.
 type figure struct {
@@ -81,8 +81,8 @@ func TestTopology(t *testing.T) {
 		report = append(report, figure{phase: name, sent: l.sent.Load() - sent0, acked: int64(len(fresh) * spansPerTrace),
 			failed: l.failed.Load() - failed0, stored: int64(st.spans), dups: int64(st.rawDups),
 			outage: outage, catchUp: catchUp, recover: recover, duration: time.Since(begin)})
-		t.Logf("%s: stored %d spans of %d acknowledged in total, %d traces, %d rows collapsed on read",
-			name, st.spans, ackedSpans, st.traces, st.rawDups)
+		t.Logf("%s: stored %d spans (shards %v) of %d acknowledged in total, %d traces, %d rows collapsed on read",
+			name, st.spans, st.perShard, ackedSpans, st.traces, st.rawDups)
 	}
 	both := append([]string{tp.baseURL}, tp.apiURLs...)
 
