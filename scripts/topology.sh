@@ -25,12 +25,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-topology.XXXXXX")
 chmod 755 "$work"
 cleanup() {
   local f pid
-  # Whatever the test left running: only pids it recorded whose command
-  # line names this run's directory.
+  # Whatever the test left running: only pids it recorded whose
+  # environment names this run's directory (the test passes it to each).
   for f in "$work"/run/pids/*.pid; do
     [ -f "$f" ] || continue
     pid=$(<"$f")
-    if [[ $pid =~ ^[0-9]+$ ]] && tr "\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$work"; then
+    if [[ $pid =~ ^[0-9]+$ ]] && tr "\0" "\n" 2>/dev/null <"/proc/$pid/environ" | grep -qxF "GLASSBOX_TOPOLOGY_DIR=$work/run"; then
       kill -KILL "$pid" 2>/dev/null || true
     fi
   done
@@ -42,6 +42,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 echo "== topology: control plane"
 pg_port=$(free_port)

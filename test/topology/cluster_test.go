@@ -296,6 +296,10 @@ func writeClickHouseConfig(t *testing.T, dir string, nodes []*chNode, i, zkPort,
   <max_concurrent_queries>100</max_concurrent_queries>
   <max_table_size_to_drop>0</max_table_size_to_drop>
   <max_partition_size_to_drop>0</max_partition_size_to_drop>
+  <!-- Parts merged away are deleted after 10 s instead of 8 minutes: a run
+       makes thousands of small parts, and removing their files at the end
+       otherwise takes minutes. -->
+  <merge_tree><old_parts_lifetime>10</old_parts_lifetime></merge_tree>
   <macros><shard>%02[5]d</shard><replica>ch%[6]d</replica></macros>
   <zookeeper>
     <node index="1"><host>127.0.0.1</host><port>%[7]d</port></node>
