@@ -70,7 +70,13 @@ func (tp *topology) waitStored(t *testing.T, acked map[string]*traceRec) (stored
 	begin := time.Now()
 	ctx := context.Background()
 	var why string
-	for time.Since(begin) < 3*time.Minute {
+	for time.Since(begin) < 4*time.Minute {
+		// A cheap count first: while a replica catches up, the full read of
+		// every node would only slow it down.
+		if why = replicasDiffer(ctx, tp.ch); why != "" {
+			time.Sleep(time.Second)
+			continue
+		}
 		var nodes []map[[2]string]int
 		var finals []int
 		why = ""
@@ -127,10 +133,34 @@ func (tp *topology) waitStored(t *testing.T, acked map[string]*traceRec) (stored
 			}
 			why = fmt.Sprintf("%d acknowledged spans not stored yet", missing)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
-	t.Fatalf("stored data did not converge within 3 minutes: %s", why)
+	t.Fatalf("stored data did not converge within 4 minutes: %s", why)
 	return stored{}, 0
+}
+
+// replicasDiffer says why the two replicas of a shard differ in their row
+// counts, or "" when each pair agrees.
+func replicasDiffer(ctx context.Context, nodes []*chNode) string {
+	counts := make([]uint64, len(nodes))
+	for i, n := range nodes {
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{n.addr()}, Protocol: clickhouse.Native,
+			DialTimeout: 2 * time.Second, ReadTimeout: 30 * time.Second})
+		if err != nil {
+			return fmt.Sprintf("%s: %v", n.name, err)
+		}
+		err = conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.observations_local WHERE project_id = '%s'", database, projectID)).Scan(&counts[i])
+		conn.Close()
+		if err != nil {
+			return fmt.Sprintf("%s: %v", n.name, err)
+		}
+	}
+	for s := 0; s < len(nodes); s += 2 {
+		if counts[s] != counts[s+1] {
+			return fmt.Sprintf("replicas of shard %d hold %d and %d rows", s/2+1, counts[s], counts[s+1])
+		}
+	}
+	return ""
 }
 
 func sameKeys(a, b map[[2]string]int) bool {

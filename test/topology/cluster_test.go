@@ -97,10 +97,17 @@ func startTopology(t *testing.T) *topology {
 		require.NoError(t, os.MkdirAll(filepath.Join(tp.dir, d), 0o755))
 	}
 	t.Cleanup(func() {
+		// In parallel, ZooKeeper last: a ClickHouse server stops faster
+		// while it can still reach it.
+		var procs []*proc
 		for _, p := range tp.all() {
-			if p != nil {
-				p.signal(t, syscall.SIGTERM)
+			if p != nil && p != tp.zk {
+				procs = append(procs, p)
 			}
+		}
+		parallel(t, len(procs), func(i int) { procs[i].signal(t, syscall.SIGTERM, 20*time.Second) })
+		if tp.zk != nil {
+			tp.zk.signal(t, syscall.SIGTERM, 20*time.Second)
 		}
 		if t.Failed() {
 			t.Logf("logs are in %s/logs", tp.dir)

@@ -124,21 +124,25 @@ func (p *proc) start(t *testing.T) time.Duration {
 	}
 }
 
-// signal sends sig and waits until the process is gone (SIGKILL after 30s).
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+// signal sends sig and waits until the process is gone, sending SIGKILL
+// after grace; it reports whether the process ended within grace.
+func (p *proc) signal(t *testing.T, sig syscall.Signal, grace time.Duration) bool {
 	t.Helper()
 	if !p.running() {
-		return
+		return true
 	}
 	_ = p.cmd.Process.Signal(sig)
+	clean := true
 	select {
 	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Logf("%s still runs 30s after %v; killing it", p.name, sig)
+	case <-time.After(grace):
+		t.Logf("%s still runs %s after %v; killing it", p.name, grace, sig)
 		_ = p.cmd.Process.Kill()
 		<-p.done
+		clean = false
 	}
 	_ = os.Remove(filepath.Join(p.pids, p.name+".pid"))
+	return clean
 }
 
 // tail is the end of the process's log, for failure messages.
