@@ -25,12 +25,15 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-topology.XXXXXX")
 chmod 755 "$work"
 cleanup() {
   local f pid
-  # Whatever the test left running: only pids it recorded whose
-  # environment names this run's directory (the test passes it to each).
+  # Whatever the test left running: only pids it recorded whose command
+  # line (servers, nginx's title) or environment (the collectors, which the
+  # test passes the directory to) names this run's directory.
   for f in "$work"/run/pids/*.pid; do
     [ -f "$f" ] || continue
     pid=$(<"$f")
-    if [[ $pid =~ ^[0-9]+$ ]] && tr "\0" "\n" 2>/dev/null <"/proc/$pid/environ" | grep -qxF "GLASSBOX_TOPOLOGY_DIR=$work/run"; then
+    [[ $pid =~ ^[0-9]+$ ]] || continue
+    if tr "\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$work/" ||
+      tr "\0" "\n" 2>/dev/null <"/proc/$pid/environ" | grep -qxF "GLASSBOX_TOPOLOGY_DIR=$work/run"; then
       kill -KILL "$pid" 2>/dev/null || true
     fi
   done
