@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build build-api run test test-unit bench lint fmt check-versions clean
+.PHONY: all build build-api run test test-unit test-topology bench lint fmt check-versions clean
 
 all: build
 
@@ -19,6 +19,10 @@ run:
 ## test: unit, integration and SDK tests against real ClickHouse and PostgreSQL
 test:
 	./scripts/test.sh
+
+## test-topology: the scale-out deployment (ZooKeeper, ClickHouse 2x2, gateways, writers, API servers, nginx) under load and faults
+test-topology:
+	./scripts/topology.sh
 
 ## test-unit: only the Go tests, against servers the caller already started
 test-unit:

@@ -66,10 +66,33 @@ stop_collector() {
   pid=""
 }
 
-# record PIPELINE RSS appends the last load result to the results.
+# cpu_seconds PID prints the CPU time (user + system) PID has used so far.
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"
+}
+ch_pid=$(cat "$work/clickhouse/server.pid")
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+
+# record PIPELINE RSS [COLLECTOR_CPU_S CLICKHOUSE_CPU_S DISK_BYTES UNCOMPRESSED_BYTES ROWS]
+# appends the last load result to the results.
 record() {
-  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline=process.argv[2]; r.rss_mib=+process.argv[3]; console.log(JSON.stringify(r))' \
-    "$(cat "$work/out.json")" "$1" "$2" >>"$results"
+  node -e 'const r=JSON.parse(process.argv[1]); r.pipeline=process.argv[2]; r.rss_mib=+process.argv[3];
+    const [c, h, d, u, n] = process.argv.slice(4).map(Number);
+    if (c) { r.collector_cpu_s = c; r.clickhouse_cpu_s = h; r.disk_bytes = d; r.uncompressed_bytes = u; r.rows = n; }
+    console.log(JSON.stringify(r))' \
+    "$(cat "$work/out.json")" "$@" >>"$results"
+}
+
+# stored_bytes DATABASE prints the bytes on disk, the uncompressed bytes and
+# the rows of observations, after merging the database's tables; the bytes
+# cover every table of the database (the indexes too).
+stored_bytes() {
+  local q="clickhouse-client --port $ch_tcp -q"
+  for t in $($q "SELECT name FROM system.tables WHERE database = '$1' AND engine LIKE '%MergeTree'"); do
+    $q "OPTIMIZE TABLE $1.$t FINAL" || true
+  done
+  $q "SELECT sum(data_compressed_bytes + marks_bytes), sum(data_uncompressed_bytes), sumIf(rows, table = 'observations')
+      FROM system.parts WHERE active AND database = '$1' FORMAT TSV"
 }
 
 # load [ARGS...] runs the load generator with the current mix.
@@ -99,9 +122,14 @@ for mix in agent generation; do
       curl -s -o "$work/cpu-agent.prof" "http://$GLASSBOX_PPROF_LISTEN/debug/pprof/profile?seconds=10" &
       prof_pid=$!
     fi
+    c0=$(cpu_seconds "$pid"); h0=$(cpu_seconds "$ch_pid")
     load -clickhouse-dsn "$ch_dsn" -clickhouse-database "$GLASSBOX_CLICKHOUSE_DATABASE" -project bench
+    c1=$(cpu_seconds "$pid"); h1=$(cpu_seconds "$ch_pid")
     if [ "$mix" = agent ] && [ "$queue" = disk ]; then wait "$prof_pid"; fi
-    record "glassbox ($queue queue)" "$(stop_collector)"
+    rss=$(stop_collector)
+    # shellcheck disable=SC2046 # three numbers, split on purpose
+    record "glassbox ($queue queue)" "$rss" "$(minus "$c1" "$c0")" "$(minus "$h1" "$h0")" \
+      $(stored_bytes "$GLASSBOX_CLICKHOUSE_DATABASE")
   done
 done
 
@@ -113,6 +141,16 @@ console.log("|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) {
   const stored = r.stored_spans_per_second ? Math.round(r.stored_spans_per_second) : "-";
   console.log(`| ${r.mix} | ${r.pipeline} | ${r.bytes_per_span} | ${Math.round(r.spans_per_second)} | ${stored} | ${r.ack_p50_ms.toFixed(1)} | ${r.ack_p99_ms.toFixed(1)} | ${r.failed} | ${r.rss_mib} |`);
+}
+console.log("");
+console.log("Per stored span, for sizing (docs/scaling.md): CPU of the collector and of ClickHouse during the load");
+console.log("(until every span was stored; the CPU profile's own cost included in the agent disk run), and bytes in ClickHouse after merging:");
+console.log("");
+console.log("| mix | pipeline | collector CPU µs/span | ClickHouse CPU µs/span | bytes on disk/span | uncompressed bytes/span |");
+console.log("|---|---|---|---|---|---|");
+for (const r of rows.filter((r) => r.collector_cpu_s)) {
+  const us = (s) => Math.round((s * 1e6) / r.stored_spans);
+  console.log(`| ${r.mix} | ${r.pipeline} | ${us(r.collector_cpu_s)} | ${us(r.clickhouse_cpu_s)} | ${Math.round(r.disk_bytes / r.rows)} | ${Math.round(r.uncompressed_bytes / r.rows)} |`);
 }
 console.log("");
 for (const mix of ["agent", "generation"]) {

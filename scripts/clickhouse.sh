@@ -12,6 +12,7 @@
 # env: CLICKHOUSE_WAIT_SECS (default 60) readiness timeout; CLICKHOUSE_STOP_SECS (default 20)
 # grace period before SIGKILL.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 usage() {
   echo "usage: $0 start DIR TCP_PORT HTTP_PORT | stop DIR" >&2
@@ -27,9 +28,7 @@ find_server() {
 
 ensure_server() {
   if ! server=$(find_server); then
-    say "installing clickhouse-server and clickhouse-client from Debian packages"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
+    ensure_debian_packages /usr/sbin/clickhouse-server clickhouse-server clickhouse-client
     server=$(find_server) || { say "clickhouse-server installed but not found"; exit 1; }
   fi
 }

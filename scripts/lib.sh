@@ -48,6 +48,21 @@ ensure_node_modules() {
   fi
 }
 
+# ensure_debian_packages FILE PACKAGE... installs the Debian packages when
+# FILE (a program's path, or a name looked up on PATH) is missing.
+ensure_debian_packages() {
+  local file=$1
+  shift
+  if [ -e "$file" ] || { [[ $file != */* ]] && command -v "$file" >/dev/null 2>&1; }; then
+    return 0
+  fi
+  echo "installing $* from Debian packages" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
 # ensure_chromium installs Debian's Chromium for the UI's browser tests when
 # it is missing.
 ensure_chromium() {

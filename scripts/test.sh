@@ -3,7 +3,8 @@
 # temporary directory, installs the SDK test packages, builds the binaries,
 # replays the ClickHouse schema and queries on ClickHouse 26.7 (chDB), runs
 # every Go test (unit, integration, end-to-end with the official Langfuse JS SDK
-# and the OTel Go SDK, the UI in Debian's Chromium), then stops the servers.
+# and the OTel Go SDK, the UI in Debian's Chromium), then the scale-out
+# topology under faults (scripts/topology.sh), then stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -55,4 +56,9 @@ GLASSBOX_CHDB_SUITE=$work/chdb-suite.jsonl go test -count=1 -run TestPortableSui
 echo "== go test"
 go test -count=1 -timeout 30m ./... 2>&1 | tee "$work/go-test.log"
 status=${PIPESTATUS[0]}
+
+# The scale-out deployment under load and faults (about 5 minutes); it
+# starts its own servers, so the ones above are not needed any more.
+./scripts/clickhouse.sh stop "$work/clickhouse" >/dev/null 2>&1 || true
+GLASSBOX_API_BIN=$PWD/bin/glassbox-api ./scripts/topology.sh || status=1
 exit "$status"

@@ -23,7 +23,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 		"GLASSBOX_BASIC_AUTH=cGs6c2s=", "GLASSBOX_GATEWAY_URL=http://gateway.internal:3000/api/public/otel",
 		"GLASSBOX_CONTROL_PLANE_DSN=postgres://glassbox@db.internal/glassbox",
 		"GLASSBOX_CLICKHOUSE_DSN=clickhouse://clickhouse.internal:9000", "GLASSBOX_CLICKHOUSE_CLUSTER=glassbox",
-		"GLASSBOX_FANOUT_URL=http://otel.internal:4318",
+		"GLASSBOX_FANOUT_URL=http://otel.internal:4318", "GLASSBOX_WRITERS=[writer-0.internal:4317, writer-1.internal:4317]",
 		"GLASSBOX_WRITER_TLS_CERT=/etc/glassbox/writer.pem", "GLASSBOX_WRITER_TLS_KEY=/etc/glassbox/writer-key.pem",
 		"GLASSBOX_WRITER_TLS_CLIENT_CA=/etc/glassbox/gateways-ca.pem", "GLASSBOX_WRITER_TLS_CA=/etc/glassbox/writers-ca.pem",
 		"GLASSBOX_GATEWAY_TLS_CERT=/etc/glassbox/gateway.pem", "GLASSBOX_GATEWAY_TLS_KEY=/etc/glassbox/gateway-key.pem",
