@@ -3,7 +3,6 @@ package clickhouseexporter // import "github.com/glassbox-dev/glassbox/exporter/
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -37,16 +36,12 @@ type chExporter struct {
 
 func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 	meter := set.MeterProvider.Meter(scopeName)
-	rows, err1 := meter.Int64Counter("otelcol_exporter_glassbox_clickhouse_rows",
-		metric.WithDescription("Observations written to ClickHouse."), metric.WithUnit("{observation}"))
-	invalid, err2 := meter.Int64Counter("otelcol_exporter_glassbox_clickhouse_invalid_spans",
-		metric.WithDescription("Spans dropped because they lack a project, trace or span id."), metric.WithUnit("{span}"))
-	failures, err3 := meter.Int64Counter("otelcol_exporter_glassbox_clickhouse_insert_failures",
-		metric.WithDescription("Failed inserts, by whether a retry can succeed."), metric.WithUnit("{insert}"))
-	duration, err4 := meter.Float64Histogram("otelcol_exporter_glassbox_clickhouse_insert_duration",
-		metric.WithDescription("Duration of one insert into ClickHouse."), metric.WithUnit("s"))
+	rows, err1 := rowsMetric.Int64Counter(meter)
+	invalid, err2 := invalidMetric.Int64Counter(meter)
+	failures, err3 := failuresMetric.Int64Counter(meter)
+	duration, err4 := durationMetric.Float64Histogram(meter)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return nil, fmt.Errorf("create metrics: %w", err)
+		return nil, err
 	}
 	return &chExporter{
 		cfg:       cfg,

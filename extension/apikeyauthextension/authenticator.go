@@ -81,13 +81,9 @@ type authenticator struct {
 }
 
 func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, error) {
-	failures, err := set.MeterProvider.Meter(scopeName).Int64Counter(
-		"otelcol_extension_glassbox_auth_failures",
-		metric.WithDescription("Requests refused by the API-key authenticator, by reason."),
-		metric.WithUnit("{request}"),
-	)
+	failures, err := failuresMetric.Int64Counter(set.MeterProvider.Meter(scopeName))
 	if err != nil {
-		return nil, fmt.Errorf("create failure counter: %w", err)
+		return nil, err
 	}
 	a := &authenticator{
 		cfg:      cfg,

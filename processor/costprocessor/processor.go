@@ -70,13 +70,9 @@ func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, erro
 	if err != nil {
 		return nil, err
 	}
-	spans, err := set.MeterProvider.Meter(scopeName).Int64Counter(
-		"otelcol_processor_glassbox_cost_spans",
-		metric.WithDescription("Spans naming a model, by what the cost processor did with them."),
-		metric.WithUnit("{span}"),
-	)
+	spans, err := spansMetric.Int64Counter(set.MeterProvider.Meter(scopeName))
 	if err != nil {
-		return nil, fmt.Errorf("create span counter: %w", err)
+		return nil, err
 	}
 	p := &costProcessor{
 		cfg:        cfg,

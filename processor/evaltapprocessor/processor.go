@@ -62,13 +62,9 @@ type tap struct {
 }
 
 func newTap(cfg *Config, set processor.Settings) (*tap, error) {
-	counter, err := set.MeterProvider.Meter(scopeName).Int64Counter(
-		"otelcol_processor_glassbox_evaltap_jobs",
-		metric.WithDescription("Evaluation jobs offered by the evaluator tap, by what became of them."),
-		metric.WithUnit("{job}"),
-	)
+	counter, err := jobsMetric.Int64Counter(set.MeterProvider.Meter(scopeName))
 	if err != nil {
-		return nil, fmt.Errorf("create job counter: %w", err)
+		return nil, err
 	}
 	t := &tap{
 		cfg:        cfg,

@@ -40,13 +40,9 @@ type samplingProcessor struct {
 }
 
 func newSamplingProcessor(cfg *Config, set processor.Settings) (*samplingProcessor, error) {
-	spans, err := set.MeterProvider.Meter(scopeName).Int64Counter(
-		"otelcol_processor_glassbox_sampling_spans",
-		metric.WithDescription("Spans kept or dropped by the sampling processor."),
-		metric.WithUnit("{span}"),
-	)
+	spans, err := spansMetric.Int64Counter(set.MeterProvider.Meter(scopeName))
 	if err != nil {
-		return nil, fmt.Errorf("create span counter: %w", err)
+		return nil, err
 	}
 	rate := cfg.Rate
 	p := &samplingProcessor{

@@ -1,0 +1,21 @@
+package clickhouseexporter
+
+import "github.com/glassbox-dev/glassbox/internal/selfmetrics"
+
+// The exporter's self-metrics (README, Telemetry), beside exporterhelper's.
+var (
+	rowsMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_rows", Description: "Observations written to ClickHouse.", Unit: "{observation}",
+	}
+	invalidMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_invalid_spans", Unit: "{span}",
+		Description: "Spans dropped because they lack a project, trace or span id.",
+	}
+	failuresMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_insert_failures", Unit: "{insert}",
+		Description: "Failed inserts, by whether a retry can succeed.", Attributes: "`retryable`: `true`, `false`",
+	}
+	durationMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_insert_duration", Description: "Duration of one insert into ClickHouse.", Unit: "s",
+	}
+)

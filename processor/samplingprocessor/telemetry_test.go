@@ -1,0 +1,11 @@
+package samplingprocessor
+
+import (
+	"testing"
+
+	"github.com/glassbox-dev/glassbox/internal/selfmetrics/selfmetricstest"
+)
+
+func TestREADMEDocumentsTelemetry(t *testing.T) {
+	selfmetricstest.READMEDocuments(t, "README.md", spansMetric)
+}
