@@ -12,6 +12,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // automationSeed holds tenant b's automation and its test delivery, of the
@@ -21,7 +22,7 @@ var automationSeed struct{ automation, delivery string }
 func seedAutomations(t *testing.T, cp *controlplane.Store, project string) {
 	t.Helper()
 	ctx := context.Background()
-	box, err := controlplane.NewSecretBox(make([]byte, 32))
+	box, err := secretbox.New(make([]byte, 32))
 	require.NoError(t, err)
 	a, _, err := cp.CreateAutomation(ctx, box, project, controlplane.NewAutomation{Name: "automation-of-b",
 		Events: controlplane.AutomationEvents, URL: "https://hooks-of-b.example/in", Headers: map[string]string{"X-Token": "token-of-b"}})

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // evalObjects are tenant b's evaluation and annotation objects.
@@ -30,7 +31,7 @@ var evalSeed evalObjects
 func seedEvaluation(t *testing.T, cp *controlplane.Store, project string) evalObjects {
 	t.Helper()
 	ctx := context.Background()
-	box, err := controlplane.NewSecretBox(make([]byte, 32))
+	box, err := secretbox.New(make([]byte, 32))
 	require.NoError(t, err)
 	var o evalObjects
 	cn, err := cp.UpsertLLMConnection(ctx, box, project, controlplane.LLMConnectionUpsert{Provider: "judge-of-b", SecretKey: "sk-secret-of-b-123"})
@@ -83,7 +84,7 @@ func noEvalObjectOfB(t *testing.T, s server, rec *httptest.ResponseRecorder) {
 // refused because the server has no encryption key.
 func keyOrOwn(t *testing.T, s server, rec *httptest.ResponseRecorder) {
 	if rec.Code == http.StatusServiceUnavailable {
-		assert.Contains(t, rec.Body.String(), controlplane.EncryptionKeyEnv)
+		assert.Contains(t, rec.Body.String(), secretbox.EncryptionKeyEnv)
 		return
 	}
 	noEvalObjectOfB(t, s, rec)

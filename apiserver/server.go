@@ -46,6 +46,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Version is reported by the health route; release builds set it with
@@ -154,8 +155,8 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 
 // secretBox seals LLM connection keys with the key in
 // GLASSBOX_ENCRYPTION_KEY; nil when it is unset.
-func secretBox() (*controlplane.SecretBox, error) {
-	return controlplane.SecretBoxFromEnv(os.Getenv)
+func secretBox() (*secretbox.Box, error) {
+	return secretbox.FromEnv(os.Getenv)
 }
 
 // Routes is the route table of the API over the given stores; the router

@@ -12,14 +12,15 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Store is what the routes need from the control plane store.
 type Store interface {
-	CreateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID string, n controlplane.NewAutomation) (controlplane.Automation, string, error)
+	CreateAutomation(ctx context.Context, box *secretbox.Box, projectID string, n controlplane.NewAutomation) (controlplane.Automation, string, error)
 	ListAutomations(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Automation, int, error)
 	GetAutomation(ctx context.Context, projectID, id string) (controlplane.Automation, error)
-	UpdateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID, id string, u controlplane.AutomationUpdate) (controlplane.Automation, error)
+	UpdateAutomation(ctx context.Context, box *secretbox.Box, projectID, id string, u controlplane.AutomationUpdate) (controlplane.Automation, error)
 	DeleteAutomation(ctx context.Context, projectID, id string) error
 	ListAutomationDeliveries(ctx context.Context, projectID, automationID, status string, offset, limit int) ([]controlplane.AutomationDelivery, int, error)
 	EnqueueTestDelivery(ctx context.Context, projectID, id string) (controlplane.AutomationDelivery, error)
@@ -105,14 +106,14 @@ type Deletion struct {
 
 type handlers struct {
 	store    Store
-	box      *controlplane.SecretBox
+	box      *secretbox.Box
 	webhooks EgressPolicy
 }
 
 // Routes returns the automation routes; box seals the headers and signing
 // secrets (nil when GLASSBOX_ENCRYPTION_KEY is unset: automations cannot
 // be created), webhooks refuses URLs the webhook egress policy does not allow.
-func Routes(store Store, box *controlplane.SecretBox, webhooks EgressPolicy) []httpx.Route {
+func Routes(store Store, box *secretbox.Box, webhooks EgressPolicy) []httpx.Route {
 	h := handlers{store: store, box: box, webhooks: webhooks}
 	const base = "/api/public/automations"
 	const tag = "Automations"
@@ -180,7 +181,7 @@ func ToDelivery(d controlplane.AutomationDelivery) Delivery {
 // storeError maps the errors only this API has; the router maps the
 // stores' own.
 func storeError(err error) error {
-	if errors.Is(err, controlplane.ErrNoEncryptionKey) {
+	if errors.Is(err, secretbox.ErrNoEncryptionKey) {
 		return &httpx.Error{Status: http.StatusServiceUnavailable, Name: "EncryptionKeyMissingError", Message: err.Error()}
 	}
 	return err

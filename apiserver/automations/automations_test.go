@@ -15,22 +15,23 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 type apiFixture struct {
 	h     http.Handler
 	store *controlplane.Store
-	box   *controlplane.SecretBox
+	box   *secretbox.Box
 	a, b  apitest.Tenant
 }
 
 func setupAPI(t *testing.T, withKey bool) apiFixture {
 	t.Helper()
 	store := apitest.ControlPlane(t)
-	var box *controlplane.SecretBox
+	var box *secretbox.Box
 	if withKey {
 		var err error
-		box, err = controlplane.NewSecretBox([]byte(strings.Repeat("k", 32)))
+		box, err = secretbox.New([]byte(strings.Repeat("k", 32)))
 		require.NoError(t, err)
 	}
 	webhooks, err := egress.Webhooks([]string{"hooks.example.com"})
@@ -138,5 +139,5 @@ func TestAutomationsNeedTheEncryptionKey(t *testing.T) {
 	f := setupAPI(t, false)
 	rec := call(t, f, http.MethodPost, "/api/public/automations", f.a.ProjectAuth, map[string]any{"name": "x",
 		"eventTypes": []string{"created"}, "url": "https://hooks.example.com"}, http.StatusServiceUnavailable)
-	assert.Contains(t, rec.Body.String(), controlplane.EncryptionKeyEnv)
+	assert.Contains(t, rec.Body.String(), secretbox.EncryptionKeyEnv)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Config configures the delivery workers of one API server process.
@@ -88,7 +89,7 @@ func (c Config) Validate() error {
 type WorkerStore interface {
 	ClaimAutomationDeliveries(ctx context.Context, owner string, limit int, lease time.Duration) ([]controlplane.AutomationDelivery, error)
 	FinishAutomationDelivery(ctx context.Context, d controlplane.AutomationDelivery, o controlplane.DeliveryOutcome) error
-	AutomationTarget(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.AutomationTarget, error)
+	AutomationTarget(ctx context.Context, box *secretbox.Box, projectID, id string) (controlplane.AutomationTarget, error)
 	PruneAutomationDeliveries(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
@@ -128,7 +129,7 @@ const (
 type Worker struct {
 	cfg    Config
 	store  WorkerStore
-	box    *controlplane.SecretBox
+	box    *secretbox.Box
 	policy egress.Policy
 	http   *http.Client // connects only where policy allows
 	logger *zap.Logger
@@ -143,7 +144,7 @@ type Worker struct {
 
 // NewWorker returns a worker over the store; box opens the automations'
 // secrets, policy is the webhook egress policy every request is held to.
-func NewWorker(cfg Config, store WorkerStore, box *controlplane.SecretBox, policy egress.Policy, logger *zap.Logger) (*Worker, error) {
+func NewWorker(cfg Config, store WorkerStore, box *secretbox.Box, policy egress.Policy, logger *zap.Logger) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (w *Worker) deliver(ctx context.Context, d controlplane.AutomationDelivery)
 	}
 	target, err := w.store.AutomationTarget(ctx, w.box, d.ProjectID, d.AutomationID)
 	switch {
-	case errors.Is(err, controlplane.ErrNoEncryptionKey), errors.Is(err, controlplane.ErrNotFound):
+	case errors.Is(err, secretbox.ErrNoEncryptionKey), errors.Is(err, controlplane.ErrNotFound):
 		return failed(0, "automation: "+err.Error())
 	case err != nil:
 		// The store may be back on the next attempt.

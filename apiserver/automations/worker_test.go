@@ -23,6 +23,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/glassbox-dev/glassbox/internal/testutil/pgtest"
 )
 
@@ -98,7 +99,7 @@ func verify(secret, header string, body []byte) bool {
 
 type fixture struct {
 	store   *controlplane.Store
-	box     *controlplane.SecretBox
+	box     *secretbox.Box
 	project string
 	dsn     string
 }
@@ -116,7 +117,7 @@ func newFixtureAt(t *testing.T, dsn string) fixture {
 	require.NoError(t, err)
 	_, err = store.CreateProject(ctx, "org", controlplane.NewProject{ID: "proj", Name: "Project"})
 	require.NoError(t, err)
-	box, err := controlplane.NewSecretBox([]byte(strings.Repeat("k", 32)))
+	box, err := secretbox.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
 	return fixture{store: store, box: box, project: "proj", dsn: dsn}
 }
@@ -402,6 +403,6 @@ func TestWorkerWithoutTheEncryptionKey(t *testing.T) {
 	ds := waitFinal(t, f, a.ID, 1)
 	assert.Equal(t, controlplane.DeliveryFailed, ds[0].Status)
 	assert.Equal(t, 1, ds[0].Attempts, "it cannot sign, and will not until restarted with the key")
-	assert.Contains(t, ds[0].Error, controlplane.EncryptionKeyEnv)
+	assert.Contains(t, ds[0].Error, secretbox.EncryptionKeyEnv)
 	assert.Empty(t, rc.received())
 }

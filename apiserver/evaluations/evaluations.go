@@ -15,11 +15,12 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Store is what the routes need from the control plane store.
 type Store interface {
-	UpsertLLMConnection(ctx context.Context, box *controlplane.SecretBox, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
+	UpsertLLMConnection(ctx context.Context, box *secretbox.Box, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
 	GetLLMConnection(ctx context.Context, projectID, id string) (controlplane.LLMConnection, error)
 	GetLLMConnectionByProvider(ctx context.Context, projectID, provider string) (controlplane.LLMConnection, error)
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
@@ -55,7 +56,7 @@ type EgressPolicy interface {
 
 type handlers struct {
 	store    Store
-	box      *controlplane.SecretBox
+	box      *secretbox.Box
 	webhooks EgressPolicy
 	llmHosts EgressPolicy
 }
@@ -64,7 +65,7 @@ type handlers struct {
 // (nil when GLASSBOX_ENCRYPTION_KEY is unset: connections cannot be saved),
 // webhooks refuses webhook evaluators whose URL it does not allow, llmHosts
 // LLM connections whose base URL it does not allow.
-func Routes(store Store, box *controlplane.SecretBox, webhooks, llmHosts EgressPolicy) []httpx.Route {
+func Routes(store Store, box *secretbox.Box, webhooks, llmHosts EgressPolicy) []httpx.Route {
 	h := handlers{store: store, box: box, webhooks: webhooks, llmHosts: llmHosts}
 	var routes []httpx.Route
 	routes = append(routes, h.connectionRoutes()...)
@@ -88,7 +89,7 @@ func storeError(err error) error {
 	switch {
 	case errors.As(err, &apiErr):
 		return err
-	case errors.Is(err, controlplane.ErrNoEncryptionKey):
+	case errors.Is(err, secretbox.ErrNoEncryptionKey):
 		return &httpx.Error{Status: http.StatusServiceUnavailable, Name: "EncryptionKeyMissingError", Message: err.Error()}
 	case errors.Is(err, evaljobs.ErrInvalidFilter), errors.Is(err, evaljobs.ErrInvalidTarget):
 		return httpx.BadRequest("%v", err)

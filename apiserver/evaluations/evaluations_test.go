@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 const testKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -34,10 +35,10 @@ func setup(t *testing.T, withKey bool) fixture {
 // setupWith serves the routes over store, with tenants a and b.
 func setupWith(t *testing.T, store *controlplane.Store, withKey bool) fixture {
 	t.Helper()
-	var box *controlplane.SecretBox
+	var box *secretbox.Box
 	if withKey {
 		var err error
-		box, err = controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+		box, err = secretbox.FromEnv(func(string) string { return testKey })
 		require.NoError(t, err)
 	}
 	webhooks, err := egress.Webhooks([]string{"example.com"})
@@ -121,11 +122,11 @@ func TestLLMConnectionRoutes(t *testing.T) {
 	noKey := setup(t, false)
 	rec = call(t, noKey, http.MethodPut, "/api/public/llm-connections", noKey.a.ProjectAuth,
 		map[string]any{"provider": "judge", "secretKey": "sk-1234567890"}, http.StatusServiceUnavailable)
-	assert.Contains(t, rec.Body.String(), controlplane.EncryptionKeyEnv)
+	assert.Contains(t, rec.Body.String(), secretbox.EncryptionKeyEnv)
 }
 
-func mustBox(t *testing.T) *controlplane.SecretBox {
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+func mustBox(t *testing.T) *secretbox.Box {
+	box, err := secretbox.FromEnv(func(string) string { return testKey })
 	require.NoError(t, err)
 	return box
 }
@@ -231,7 +232,7 @@ func TestWebhookURLsFollowTheEgressPolicy(t *testing.T) {
 // what it names.
 func TestLLMBaseURLsFollowTheEgressPolicy(t *testing.T) {
 	f := setup(t, true)
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+	box, err := secretbox.FromEnv(func(string) string { return testKey })
 	require.NoError(t, err)
 	router := func(entries ...string) http.Handler {
 		llmHosts, err := egress.LLM(entries)

@@ -31,6 +31,7 @@ import (
 	"github.com/glassbox-dev/glassbox/extension/apiserverextension"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 	"github.com/glassbox-dev/glassbox/processor/evaltapprocessor"
 	"github.com/glassbox-dev/glassbox/receiver/ingestreceiver"
@@ -64,7 +65,7 @@ func collector(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	ch := chtest.Config(t)
-	t.Setenv(controlplane.EncryptionKeyEnv, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	t.Setenv(secretbox.EncryptionKeyEnv, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
 	t.Setenv(controlplane.EnvInitOrgID, "org")
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
 	t.Setenv(controlplane.EnvInitPublicKey, publicKey)

@@ -10,6 +10,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
 	"github.com/glassbox-dev/glassbox/internal/llm"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Preview is what an evaluator makes of one stored trace, or one of its
@@ -28,7 +29,7 @@ type Preview struct {
 
 // PreviewStores are what a preview reads.
 type PreviewStores interface {
-	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
+	LLMCredentials(ctx context.Context, box *secretbox.Box, projectID, id string) (controlplane.LLMCredentials, error)
 	DatasetItemOfTrace(ctx context.Context, projectID, traceID string) (controlplane.DatasetItem, error)
 }
 
@@ -43,12 +44,12 @@ type PreviewTraces interface {
 type Previewer struct {
 	cp  PreviewStores
 	ch  PreviewTraces
-	box *controlplane.SecretBox
+	box *secretbox.Box
 	llm *llm.Client
 }
 
 // NewPreviewer calls LLMs only where llmHosts allows.
-func NewPreviewer(cp PreviewStores, ch PreviewTraces, box *controlplane.SecretBox, llmHosts egress.Policy) *Previewer {
+func NewPreviewer(cp PreviewStores, ch PreviewTraces, box *secretbox.Box, llmHosts egress.Policy) *Previewer {
 	return &Previewer{cp: cp, ch: ch, box: box, llm: &llm.Client{HTTP: llmHosts.Client()}}
 }
 

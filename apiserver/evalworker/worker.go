@@ -26,6 +26,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Config configures the workers of one API server process.
@@ -118,7 +119,7 @@ type ControlPlane interface {
 	PruneEvalJobs(ctx context.Context, cutoff time.Time) (int64, error)
 	GetEvalRule(ctx context.Context, projectID, id string) (controlplane.EvalRule, error)
 	GetEvaluator(ctx context.Context, projectID, id string) (controlplane.Evaluator, error)
-	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
+	LLMCredentials(ctx context.Context, box *secretbox.Box, projectID, id string) (controlplane.LLMCredentials, error)
 	GetExperiment(ctx context.Context, projectID, id string) (controlplane.Experiment, error)
 	GetDatasetItem(ctx context.Context, projectID, id string) (controlplane.DatasetItem, error)
 	DatasetItemOfTrace(ctx context.Context, projectID, traceID string) (controlplane.DatasetItem, error)
@@ -149,7 +150,7 @@ type Worker struct {
 	cfg    Config
 	cp     ControlPlane
 	ch     Traces
-	box    *controlplane.SecretBox
+	box    *secretbox.Box
 	logger *zap.Logger
 	owner  string
 	now    func() time.Time
@@ -171,7 +172,7 @@ type Worker struct {
 
 // New returns a worker over the stores; box opens LLM connection secrets
 // (nil when no key is configured: LLM jobs then fail with the reason).
-func New(cfg Config, cp ControlPlane, ch Traces, box *controlplane.SecretBox, logger *zap.Logger) (*Worker, error) {
+func New(cfg Config, cp ControlPlane, ch Traces, box *secretbox.Box, logger *zap.Logger) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

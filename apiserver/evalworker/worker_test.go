@@ -23,6 +23,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
@@ -35,7 +36,7 @@ type env struct {
 	t       *testing.T
 	cp      *controlplane.Store
 	ch      *chstore.Store
-	box     *controlplane.SecretBox
+	box     *secretbox.Box
 	project string
 	llm     *llmtest.Server
 	conn    controlplane.LLMConnection
@@ -55,7 +56,7 @@ func testConfig() Config {
 func newEnv(t *testing.T, cp *controlplane.Store, answer llmtest.Answer) *env {
 	t.Helper()
 	ctx := context.Background()
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return testKey })
+	box, err := secretbox.FromEnv(func(string) string { return testKey })
 	require.NoError(t, err)
 	e := &env{t: t, cp: cp, ch: chtest.Store(t), box: box, project: apitest.Seed(t, cp, "a").ProjectID, llm: llmtest.New(t, answer)}
 	e.conn, err = cp.UpsertLLMConnection(ctx, box, e.project, controlplane.LLMConnectionUpsert{

@@ -12,6 +12,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // TestBrowserEvaluators copies a judge template in Chromium, previews it on
@@ -21,7 +22,7 @@ func TestBrowserEvaluators(t *testing.T) {
 	t.Setenv("GLASSBOX_ENCRYPTION_KEY", experimentKey)
 	fake := llmtest.New(t, func(llmtest.Request) string { return `{"reasoning":"relevant to the order question","score":0.9}` })
 	env := uitest.Start(t, uitest.Options{Configure: func(c *apiserver.Config) { c.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} }})
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return experimentKey })
+	box, err := secretbox.FromEnv(func(string) string { return experimentKey })
 	require.NoError(t, err)
 	_, err = env.Store.UpsertLLMConnection(context.Background(), box, env.ProjectID, controlplane.LLMConnectionUpsert{Provider: "local",
 		SecretKey: "sk-local-0123456789", BaseURL: fake.URL(), DefaultModel: ptr("judge-model"), Timeout: 5 * time.Second})

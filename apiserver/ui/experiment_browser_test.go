@@ -14,6 +14,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 const experimentKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -42,7 +43,7 @@ func TestBrowserPromptExperiment(t *testing.T) {
 		c.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"}
 	}})
 	ctx := context.Background()
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return experimentKey })
+	box, err := secretbox.FromEnv(func(string) string { return experimentKey })
 	require.NoError(t, err)
 	_, err = env.Store.UpsertLLMConnection(ctx, box, env.ProjectID, controlplane.LLMConnectionUpsert{Provider: "local", SecretKey: "sk-local-0123456789",
 		BaseURL: fake.URL(), DefaultModel: ptr("gpt-4o-mini"), Timeout: 5 * time.Second})

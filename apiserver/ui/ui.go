@@ -37,6 +37,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Config configures the web UI.
@@ -94,7 +95,7 @@ type Stores struct {
 	Media *media.Service
 	// Secrets seals LLM connection keys; nil when the server has no
 	// encryption key, and then keys cannot be saved.
-	Secrets *controlplane.SecretBox
+	Secrets *secretbox.Box
 	// LLMHosts is the operator's policy of hosts LLM calls may reach.
 	LLMHosts egress.Policy
 	// Webhooks is the operator's policy of hosts webhooks (automations and

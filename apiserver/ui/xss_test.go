@@ -15,6 +15,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // xss is the hostile corpus: each payload sets window.__xss (or would
@@ -96,7 +97,7 @@ func hostileEvaluation(t *testing.T, env *uitest.Env) []string {
 	qi, _, err := env.Store.AddAnnotationQueueItem(ctx, env.ProjectID, q.ID, "hostile", controlplane.ObjectTrace, "")
 	require.NoError(t, err)
 	// An automation named with the corpus, whose delivery failed with it.
-	box, err := controlplane.NewSecretBox(make([]byte, 32))
+	box, err := secretbox.New(make([]byte, 32))
 	require.NoError(t, err)
 	a, _, err := env.Store.CreateAutomation(ctx, box, env.ProjectID, controlplane.NewAutomation{Name: xss[1], Events: controlplane.AutomationEvents,
 		URL: "https://hooks.example/" + xss[0], Headers: map[string]string{"X-Hostile": xss[2]}})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/google/uuid"
 )
 
@@ -222,9 +223,9 @@ const automationColumns = `id, project_id, name, events, url, header_keys, displ
 // CreateAutomation stores an automation with a new signing secret, which
 // is returned here only: afterwards it signs deliveries and is never shown.
 // box seals the secret and the custom headers.
-func (s *Store) CreateAutomation(ctx context.Context, box *SecretBox, projectID string, n NewAutomation) (Automation, string, error) {
+func (s *Store) CreateAutomation(ctx context.Context, box *secretbox.Box, projectID string, n NewAutomation) (Automation, string, error) {
 	if box == nil {
-		return Automation{}, "", ErrNoEncryptionKey
+		return Automation{}, "", secretbox.ErrNoEncryptionKey
 	}
 	name, err := checkAutomationName(n.Name)
 	if err != nil {
@@ -272,7 +273,7 @@ func (s *Store) CreateAutomation(ctx context.Context, box *SecretBox, projectID 
 	return a, secret, nil
 }
 
-func sealAutomation(box *SecretBox, a Automation, headers map[string]string, secret string) (sealedHeaders, sealedSecret string, err error) {
+func sealAutomation(box *secretbox.Box, a Automation, headers map[string]string, secret string) (sealedHeaders, sealedSecret string, err error) {
 	raw, err := json.Marshal(headers)
 	if err != nil {
 		return "", "", err
@@ -350,7 +351,7 @@ func getAutomation(ctx context.Context, c conn, projectID, id string) (Automatio
 
 // UpdateAutomation changes an automation. A new URL reseals its secrets,
 // which are bound to it; the signing secret stays.
-func (s *Store) UpdateAutomation(ctx context.Context, box *SecretBox, projectID, id string, u AutomationUpdate) (Automation, error) {
+func (s *Store) UpdateAutomation(ctx context.Context, box *secretbox.Box, projectID, id string, u AutomationUpdate) (Automation, error) {
 	var out Automation
 	err := s.inTx(ctx, func(c conn) error {
 		cur, err := getAutomation(ctx, c, projectID, id)
@@ -379,7 +380,7 @@ func (s *Store) UpdateAutomation(ctx context.Context, box *SecretBox, projectID,
 		var sealedHeaders, sealedSecret sql.NullString
 		if next.URL != cur.URL || u.Headers != nil {
 			if box == nil {
-				return ErrNoEncryptionKey
+				return secretbox.ErrNoEncryptionKey
 			}
 			target, err := openAutomation(ctx, c, box, cur)
 			if err != nil {
@@ -437,7 +438,7 @@ func (s *Store) DeleteAutomation(ctx context.Context, projectID, id string) erro
 
 // AutomationTarget returns an automation with its secrets opened by box,
 // for the worker that sends its deliveries.
-func (s *Store) AutomationTarget(ctx context.Context, box *SecretBox, projectID, id string) (AutomationTarget, error) {
+func (s *Store) AutomationTarget(ctx context.Context, box *secretbox.Box, projectID, id string) (AutomationTarget, error) {
 	a, err := s.GetAutomation(ctx, projectID, id)
 	if err != nil {
 		return AutomationTarget{}, err
@@ -445,7 +446,7 @@ func (s *Store) AutomationTarget(ctx context.Context, box *SecretBox, projectID,
 	return openAutomation(ctx, s.conn(), box, a)
 }
 
-func openAutomation(ctx context.Context, c conn, box *SecretBox, a Automation) (AutomationTarget, error) {
+func openAutomation(ctx context.Context, c conn, box *secretbox.Box, a Automation) (AutomationTarget, error) {
 	var sealedHeaders, sealedSecret string
 	if err := c.queryRow(ctx, `SELECT sealed_headers, sealed_secret FROM automations WHERE project_id = ? AND id = ?`,
 		a.ProjectID, a.ID).Scan(&sealedHeaders, &sealedSecret); err != nil {

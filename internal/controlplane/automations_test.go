@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ func TestAutomationCRUDAndSecrets(t *testing.T) {
 		box := testBox(t)
 
 		_, _, err := s.CreateAutomation(ctx, nil, pa.ID, NewAutomation{Name: "x", Events: AutomationEvents, URL: "https://h.example/x"})
-		require.ErrorIs(t, err, ErrNoEncryptionKey)
+		require.ErrorIs(t, err, secretbox.ErrNoEncryptionKey)
 		for name, bad := range map[string]NewAutomation{
 			"no name":         {Events: AutomationEvents, URL: "https://h.example"},
 			"no events":       {Name: "a", URL: "https://h.example"},

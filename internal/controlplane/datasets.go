@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/glassbox-dev/glassbox/internal/itemschema"
 	"github.com/google/uuid"
 )
 
@@ -70,8 +71,8 @@ func (s *Store) UpsertDataset(ctx context.Context, projectID string, u DatasetUp
 	}
 	for field, raw := range map[string]json.RawMessage{"inputSchema": u.InputSchema, "expectedOutputSchema": u.ExpectedOutputSchema} {
 		if raw != nil && !isNullJSON(raw) {
-			if _, err := compileSchema(field, raw); err != nil {
-				return Dataset{}, err
+			if _, err := itemschema.Compile(field, raw); err != nil {
+				return Dataset{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
 		}
 	}
@@ -336,12 +337,12 @@ func itemMatches(d Dataset, item DatasetItem) error {
 		if pair.schema == nil || pair.value == nil {
 			continue
 		}
-		sch, err := compileSchema(pair.field+"Schema", pair.schema)
-		if err != nil {
-			return err
+		sch, err := itemschema.Compile(pair.field+"Schema", pair.schema)
+		if err == nil {
+			err = itemschema.Validate(sch, pair.field, pair.value)
 		}
-		if err := validateValue(sch, pair.field, pair.value); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	return nil

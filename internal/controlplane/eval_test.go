@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 func TestLLMConnections(t *testing.T) {
@@ -24,7 +25,7 @@ func TestLLMConnections(t *testing.T) {
 		_, err := s.UpsertLLMConnection(ctx, box, pa.ID, LLMConnectionUpsert{Provider: "judge"})
 		assert.ErrorIs(t, err, ErrInvalid, "a new connection needs a key")
 		_, err = s.UpsertLLMConnection(ctx, nil, pa.ID, LLMConnectionUpsert{Provider: "judge", SecretKey: "sk-1234567890"})
-		assert.ErrorIs(t, err, ErrNoEncryptionKey)
+		assert.ErrorIs(t, err, secretbox.ErrNoEncryptionKey)
 
 		cn, err := s.UpsertLLMConnection(ctx, box, pa.ID, LLMConnectionUpsert{Provider: "judge", SecretKey: "sk-1234567890abcd",
 			ExtraHeaders: map[string]string{"X-Org": "secret-org"}, DefaultModel: ptr("gpt-4o-mini"),

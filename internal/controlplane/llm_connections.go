@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/glassbox-dev/glassbox/internal/llm"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // LLM connection adapters: the wire protocol spoken to the provider.
@@ -116,13 +117,13 @@ const llmConnectionColumns = `id, project_id, provider, adapter, base_url, displ
 
 // UpsertLLMConnection creates or updates a connection; box seals the secret
 // key and the extra headers.
-func (s *Store) UpsertLLMConnection(ctx context.Context, box *SecretBox, projectID string, u LLMConnectionUpsert) (LLMConnection, error) {
+func (s *Store) UpsertLLMConnection(ctx context.Context, box *secretbox.Box, projectID string, u LLMConnectionUpsert) (LLMConnection, error) {
 	name, err := checkName("llm connection provider", u.Provider)
 	if err != nil {
 		return LLMConnection{}, err
 	}
 	if box == nil {
-		return LLMConnection{}, ErrNoEncryptionKey
+		return LLMConnection{}, secretbox.ErrNoEncryptionKey
 	}
 	var out LLMConnection
 	err = s.inTx(ctx, func(c conn) error {
@@ -385,7 +386,7 @@ func (s *Store) GetLLMConnectionByProvider(ctx context.Context, projectID, provi
 }
 
 // LLMCredentials returns a connection with its secrets opened by box.
-func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, id string) (LLMCredentials, error) {
+func (s *Store) LLMCredentials(ctx context.Context, box *secretbox.Box, projectID, id string) (LLMCredentials, error) {
 	cn, sealedKey, sealedHeaders, err := getLLMConnection(ctx, s.conn(), `project_id = ? AND id = ?`, projectID, id)
 	if err != nil {
 		return LLMCredentials{}, err
@@ -408,7 +409,7 @@ func (s *Store) LLMCredentials(ctx context.Context, box *SecretBox, projectID, i
 // ResealLLMSecrets binds secrets sealed by earlier releases, which used the
 // row id alone as associated data, to their connection's destination. It is
 // idempotent and runs at start, before any worker opens a secret.
-func (s *Store) ResealLLMSecrets(ctx context.Context, box *SecretBox) (resealed int, err error) {
+func (s *Store) ResealLLMSecrets(ctx context.Context, box *secretbox.Box) (resealed int, err error) {
 	if box == nil {
 		return 0, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/glassbox-dev/glassbox/internal/testutil/pgtest"
 )
 
@@ -158,4 +159,12 @@ func TestListOrganizations(t *testing.T) {
 		assert.Equal(t, "Alpha", orgs[0].Name)
 		assert.Equal(t, "org-b", orgs[1].ID)
 	})
+}
+
+// testBox is a secret box under a fixed test key.
+func testBox(t *testing.T) *secretbox.Box {
+	t.Helper()
+	box, err := secretbox.New([]byte("0123456789abcdef0123456789abcdef"))
+	require.NoError(t, err)
+	return box
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 const key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -25,7 +26,7 @@ func setup(t *testing.T) (*uitest.Env, *uitest.Client, *llmtest.Server, controlp
 	t.Setenv("GLASSBOX_ENCRYPTION_KEY", key)
 	fake := llmtest.New(t, func(r llmtest.Request) string { return `{"reasoning":"the answer matches","score":0.75}` })
 	env := uitest.Start(t, uitest.Options{Configure: func(c *apiserver.Config) { c.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} }})
-	box, err := controlplane.SecretBoxFromEnv(func(string) string { return key })
+	box, err := secretbox.FromEnv(func(string) string { return key })
 	require.NoError(t, err)
 	conn, err := env.Store.UpsertLLMConnection(context.Background(), box, env.ProjectID, controlplane.LLMConnectionUpsert{Provider: "local",
 		SecretKey: "sk-local-0123456789", BaseURL: fake.URL(), DefaultModel: ptr("judge-model"), Timeout: 5 * time.Second})

@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 //go:embed *.html
@@ -30,7 +31,7 @@ var pages embed.FS
 // *controlplane.Store implements it.
 type Store interface {
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
-	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
+	LLMCredentials(ctx context.Context, box *secretbox.Box, projectID, id string) (controlplane.LLMCredentials, error)
 	GetPrompt(ctx context.Context, projectID, name string, sel controlplane.PromptSelector) (controlplane.Prompt, error)
 	CreatePrompt(ctx context.Context, projectID string, np controlplane.NewPrompt) (controlplane.Prompt, error)
 }
@@ -44,7 +45,7 @@ type Traces interface {
 // LLM is how the playground calls providers: the box that opens the keys
 // and a client bound to the operator's host policy.
 type LLM struct {
-	Box    *controlplane.SecretBox
+	Box    *secretbox.Box
 	Client *llm.Client
 }
 

@@ -9,13 +9,14 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // Automations is what the automations tab needs beyond the store: the box
 // that seals headers and signing secrets (nil when GLASSBOX_ENCRYPTION_KEY
 // is unset) and the webhook egress policy their URLs are held to.
 type Automations struct {
-	Box   *controlplane.SecretBox
+	Box   *secretbox.Box
 	Hosts interface{ CheckURL(raw string) error }
 }
 

@@ -10,13 +10,14 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 // LLM is what the LLM connections tab needs beyond the store: the box that
 // seals keys (nil when GLASSBOX_ENCRYPTION_KEY is unset), the operator's
 // policy of hosts the server may call, and a client bound to it.
 type LLM struct {
-	Box    *controlplane.SecretBox
+	Box    *secretbox.Box
 	Hosts  interface{ CheckURL(raw string) error }
 	Client *llm.Client
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
+	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
 //go:embed *.html
@@ -54,15 +55,15 @@ type Store interface {
 	ListScoreConfigs(ctx context.Context, projectID string, offset, limit int) ([]controlplane.ScoreConfig, int, error)
 	UpdateScoreConfig(ctx context.Context, projectID, id string, u controlplane.ScoreConfigUpdate) (controlplane.ScoreConfig, error)
 
-	UpsertLLMConnection(ctx context.Context, box *controlplane.SecretBox, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
+	UpsertLLMConnection(ctx context.Context, box *secretbox.Box, projectID string, u controlplane.LLMConnectionUpsert) (controlplane.LLMConnection, error)
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
-	LLMCredentials(ctx context.Context, box *controlplane.SecretBox, projectID, id string) (controlplane.LLMCredentials, error)
+	LLMCredentials(ctx context.Context, box *secretbox.Box, projectID, id string) (controlplane.LLMCredentials, error)
 	DeleteLLMConnection(ctx context.Context, projectID, id string) error
 
-	CreateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID string, n controlplane.NewAutomation) (controlplane.Automation, string, error)
+	CreateAutomation(ctx context.Context, box *secretbox.Box, projectID string, n controlplane.NewAutomation) (controlplane.Automation, string, error)
 	ListAutomations(ctx context.Context, projectID string, offset, limit int) ([]controlplane.Automation, int, error)
 	GetAutomation(ctx context.Context, projectID, id string) (controlplane.Automation, error)
-	UpdateAutomation(ctx context.Context, box *controlplane.SecretBox, projectID, id string, u controlplane.AutomationUpdate) (controlplane.Automation, error)
+	UpdateAutomation(ctx context.Context, box *secretbox.Box, projectID, id string, u controlplane.AutomationUpdate) (controlplane.Automation, error)
 	DeleteAutomation(ctx context.Context, projectID, id string) error
 	ListAutomationDeliveries(ctx context.Context, projectID, automationID, status string, offset, limit int) ([]controlplane.AutomationDelivery, int, error)
 	EnqueueTestDelivery(ctx context.Context, projectID, id string) (controlplane.AutomationDelivery, error)

@@ -1,4 +1,4 @@
-package controlplane
+package secretbox
 
 import (
 	"encoding/base64"
@@ -11,9 +11,9 @@ import (
 
 const testKeyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
-func testBox(t *testing.T) *SecretBox {
+func testBox(t *testing.T) *Box {
 	t.Helper()
-	box, err := SecretBoxFromEnv(func(string) string { return testKeyHex })
+	box, err := FromEnv(func(string) string { return testKeyHex })
 	require.NoError(t, err)
 	return box
 }
@@ -36,14 +36,14 @@ func TestSecretBoxRoundTripAndBinding(t *testing.T) {
 	_, err = box.Open("v1:!!", "row-1")
 	assert.ErrorContains(t, err, "malformed")
 
-	other, err := NewSecretBox(make([]byte, 32))
+	other, err := New(make([]byte, 32))
 	require.NoError(t, err)
 	_, err = other.Open(sealed, "row-1")
 	assert.ErrorContains(t, err, "was "+EncryptionKeyEnv+" changed")
 }
 
-func TestSecretBoxFromEnv(t *testing.T) {
-	box, err := SecretBoxFromEnv(func(string) string { return "" })
+func TestFromEnv(t *testing.T) {
+	box, err := FromEnv(func(string) string { return "" })
 	require.NoError(t, err)
 	assert.Nil(t, box, "no key, no box")
 	_, err = box.Seal("x", "a")
@@ -52,12 +52,12 @@ func TestSecretBoxFromEnv(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoEncryptionKey)
 
 	b64 := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
-	box, err = SecretBoxFromEnv(func(string) string { return b64 })
+	box, err = FromEnv(func(string) string { return b64 })
 	require.NoError(t, err)
 	assert.NotNil(t, box)
 
 	for _, bad := range []string{"abcd", strings.Repeat("zz", 32), base64.StdEncoding.EncodeToString([]byte("short"))} {
-		_, err := SecretBoxFromEnv(func(string) string { return bad })
-		assert.ErrorIs(t, err, ErrInvalid, bad)
+		_, err := FromEnv(func(string) string { return bad })
+		assert.ErrorIs(t, err, ErrInvalidKey, bad)
 	}
 }

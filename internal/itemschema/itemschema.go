@@ -1,4 +1,6 @@
-package controlplane
+// Package itemschema checks dataset items against the JSON Schemas of their
+// dataset: pure logic, apart from the store that keeps the schemas.
+package itemschema // import "github.com/glassbox-dev/glassbox/internal/itemschema"
 
 import (
 	"encoding/json"
@@ -17,43 +19,45 @@ const schemaURL = "glassbox:dataset-schema.json"
 
 var schemaMessages = message.NewPrinter(language.English)
 
-// compileSchema parses a JSON Schema (draft 2020-12 unless it names another
+// Compile parses a JSON Schema (draft 2020-12 unless it names another
 // with $schema). References to anything outside the document are refused,
 // so a schema can never make the server read a file or a URL.
-func compileSchema(field string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func Compile(field string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s must be a JSON Schema: %w", ErrInvalid, field, err)
+		return nil, fmt.Errorf("%s must be a JSON Schema: %w", field, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{})
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, field, err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	sch, err := c.Compile(schemaURL)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
-		return nil, fmt.Errorf("%w: %s is not a valid JSON Schema: %s", ErrInvalid, field, describe(field, verr))
+		return nil, fmt.Errorf("%s is not a valid JSON Schema: %s", field, describe(field, verr))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not a valid JSON Schema: %w", ErrInvalid, field, err)
+		return nil, fmt.Errorf("%s is not a valid JSON Schema: %w", field, err)
 	}
 	return sch, nil
 }
 
-// validateValue checks value (JSON text) against sch; the error names the
+// Validate checks value (JSON text) against sch; the error names the
 // failing location inside the value, e.g. "input/messages/0/role".
-func validateValue(sch *jsonschema.Schema, field string, value json.RawMessage) error {
+// Errors of Compile and Validate are the caller's to classify.
+func Validate(sch *jsonschema.Schema, field string, value json.RawMessage) error {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(value)))
 	if err != nil {
-		return fmt.Errorf("%w: %s must be JSON: %w", ErrInvalid, field, err)
+		return fmt.Errorf("%s must be JSON: %w", field, err)
 	}
 	err = sch.Validate(doc)
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
 		return err
 	}
-	return fmt.Errorf("%w: %s does not match the dataset's schema: %s", ErrInvalid, field, describe(field, verr))
+	// The value fails the schema: say where.
+	return fmt.Errorf("%s does not match the dataset's schema: %s", field, describe(field, verr))
 }
 
 // describe names the most specific failure, following the first cause

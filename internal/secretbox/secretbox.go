@@ -1,4 +1,6 @@
-package controlplane
+// Package secretbox seals secrets at rest (LLM connection keys, automation
+// signing secrets and headers) with AES-256-GCM, each bound to its row.
+package secretbox // import "github.com/glassbox-dev/glassbox/internal/secretbox"
 
 import (
 	"crypto/aes"
@@ -16,6 +18,9 @@ import (
 // rest (LLM connection keys): 32 bytes as 64 hex digits or in base64.
 const EncryptionKeyEnv = "GLASSBOX_ENCRYPTION_KEY"
 
+// ErrInvalidKey marks a malformed encryption key.
+var ErrInvalidKey = errors.New("invalid encryption key")
+
 // ErrNoEncryptionKey is returned when a secret must be sealed or opened but
 // no key is configured.
 var ErrNoEncryptionKey = errors.New(EncryptionKeyEnv + " is not set; it is required to store and use LLM connection secrets")
@@ -24,15 +29,15 @@ var ErrNoEncryptionKey = errors.New(EncryptionKeyEnv + " is not set; it is requi
 // tell old from new.
 const sealedPrefix = "v1:"
 
-// SecretBox seals and opens secrets with AES-256-GCM.
-type SecretBox struct {
+// Box seals and opens secrets with AES-256-GCM.
+type Box struct {
 	aead cipher.AEAD
 }
 
-// NewSecretBox returns a box for a 32-byte key.
-func NewSecretBox(key []byte) (*SecretBox, error) {
+// New returns a box for a 32-byte key.
+func New(key []byte) (*Box, error) {
 	if len(key) != 32 {
-		return nil, fmt.Errorf("%w: encryption key must be 32 bytes, got %d", ErrInvalid, len(key))
+		return nil, fmt.Errorf("%w: it must be 32 bytes, got %d", ErrInvalidKey, len(key))
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -42,27 +47,27 @@ func NewSecretBox(key []byte) (*SecretBox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SecretBox{aead: aead}, nil
+	return &Box{aead: aead}, nil
 }
 
-// SecretBoxFromEnv reads EncryptionKeyEnv through getenv. It returns nil
+// FromEnv reads EncryptionKeyEnv through getenv. It returns nil
 // and no error when the variable is unset: secrets then cannot be stored,
 // and everything else works.
-func SecretBoxFromEnv(getenv func(string) string) (*SecretBox, error) {
+func FromEnv(getenv func(string) string) (*Box, error) {
 	raw := strings.TrimSpace(getenv(EncryptionKeyEnv))
 	if raw == "" {
 		return nil, nil
 	}
 	key, err := apikey.DecodeKey(EncryptionKeyEnv, raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
-	return NewSecretBox(key)
+	return New(key)
 }
 
 // Seal encrypts plaintext with a fresh nonce; aad binds the result to its
 // row, so a sealed value copied into another row does not open.
-func (b *SecretBox) Seal(plaintext, aad string) (string, error) {
+func (b *Box) Seal(plaintext, aad string) (string, error) {
 	if b == nil {
 		return "", ErrNoEncryptionKey
 	}
@@ -75,7 +80,7 @@ func (b *SecretBox) Seal(plaintext, aad string) (string, error) {
 }
 
 // Open decrypts what Seal produced for the same aad.
-func (b *SecretBox) Open(sealed, aad string) (string, error) {
+func (b *Box) Open(sealed, aad string) (string, error) {
 	if b == nil {
 		return "", ErrNoEncryptionKey
 	}
