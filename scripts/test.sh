@@ -54,8 +54,17 @@ GLASSBOX_CHDB_SUITE=$work/chdb-suite.jsonl go test -count=1 -run TestPortableSui
 (cd internal/chstore/chdbcheck && node check.mjs "$work/chdb-suite.jsonl")
 
 echo "== go test"
-go test -count=1 -timeout 30m ./... 2>&1 | tee "$work/go-test.log"
-status=${PIPESTATUS[0]}
+# The race detector needs cgo, hence a C compiler.
+ensure_debian_packages gcc gcc libc6-dev
+# Every package runs under the race detector except the browser and
+# end-to-end suites, whose concurrency lives in Chromium and in the
+# binaries they start.
+plain='/apiserver/ui$|/test/'
+race_pkgs=$(go list ./... | grep -Ev "$plain")
+plain_pkgs=$(go list ./... | grep -E "$plain")
+status=0
+go test -race -count=1 -timeout 30m $race_pkgs 2>&1 | tee "$work/go-test.log" || status=1
+go test -count=1 -timeout 30m $plain_pkgs 2>&1 | tee -a "$work/go-test.log" || status=1
 
 # The scale-out deployment under load and faults (about 5 minutes); it
 # starts its own servers, so the ones above are not needed any more.
