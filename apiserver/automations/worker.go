@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
+	"github.com/glassbox-dev/glassbox/internal/workpool"
 )
 
 // Config configures the delivery workers of one API server process.
@@ -119,7 +118,6 @@ func Sign(secret string, t time.Time, body []byte) string {
 }
 
 const (
-	pruneInterval = time.Hour
 	finishTimeout = 10 * time.Second
 	// maxErrorBody is how much of a refusal's body the log keeps.
 	maxErrorBody = 512
@@ -136,10 +134,7 @@ type Worker struct {
 	owner  string
 	now    func() time.Time
 
-	inflight atomic.Int32
-	wake     chan struct{}
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	pool *workpool.Pool[controlplane.AutomationDelivery]
 }
 
 // NewWorker returns a worker over the store; box opens the automations'
@@ -151,79 +146,36 @@ func NewWorker(cfg Config, store WorkerStore, box *secretbox.Box, policy egress.
 	host, _ := os.Hostname()
 	client := policy.Client()
 	client.Timeout = cfg.Timeout
-	return &Worker{cfg: cfg, store: store, box: box, policy: policy, http: client, logger: logger,
-		owner: host + "/" + uuid.NewString(), now: time.Now, wake: make(chan struct{}, 1)}, nil
+	w := &Worker{cfg: cfg, store: store, box: box, policy: policy, http: client, logger: logger,
+		owner: host + "/" + uuid.NewString(), now: time.Now}
+	w.pool = workpool.New(workpool.Config[controlplane.AutomationDelivery]{
+		Name: "automation deliveries", Workers: cfg.Workers, PollInterval: cfg.PollInterval, Logger: logger,
+		Claim: func(ctx context.Context, n int) ([]controlplane.AutomationDelivery, error) {
+			return store.ClaimAutomationDeliveries(ctx, w.owner, n, cfg.Lease)
+		},
+		Run: w.run,
+		Prune: func(ctx context.Context, now time.Time) (int64, error) {
+			return store.PruneAutomationDeliveries(ctx, now.Add(-cfg.DeliveryRetention))
+		},
+		Now: func() time.Time { return w.now() },
+	})
+	return w, nil
 }
 
 // Start runs the dispatcher in the background.
 func (w *Worker) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	w.wg.Add(1)
-	go w.dispatch(ctx)
+	w.pool.Start()
 	w.logger.Info("Automation delivery workers started", zap.Int("workers", w.cfg.Workers), zap.String("owner", w.owner))
 }
 
 // Stop cancels the requests in flight and waits for them; their deliveries
 // are due again once their lease passes. Safe without Start and when repeated.
 func (w *Worker) Stop() {
-	if w.cancel == nil {
+	if !w.pool.Stop() {
 		return
 	}
-	w.cancel()
-	w.wg.Wait()
-	w.cancel = nil
 	w.http.CloseIdleConnections()
 	w.logger.Info("Automation delivery workers stopped")
-}
-
-func (w *Worker) dispatch(ctx context.Context) {
-	defer w.wg.Done()
-	lastPrune := time.Time{}
-	for {
-		if w.now().Sub(lastPrune) >= pruneInterval {
-			lastPrune = w.now()
-			if n, err := w.store.PruneAutomationDeliveries(ctx, lastPrune.Add(-w.cfg.DeliveryRetention)); err != nil && ctx.Err() == nil {
-				w.logger.Warn("Pruning the automation delivery log failed", zap.Error(err))
-			} else if n > 0 {
-				w.logger.Debug("Pruned the automation delivery log", zap.Int64("deliveries", n))
-			}
-		}
-		w.claim(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.wake:
-		case <-time.After(w.cfg.PollInterval):
-		}
-	}
-}
-
-func (w *Worker) claim(ctx context.Context) {
-	free := w.cfg.Workers - int(w.inflight.Load())
-	if free <= 0 {
-		return
-	}
-	ds, err := w.store.ClaimAutomationDeliveries(ctx, w.owner, free, w.cfg.Lease)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.logger.Warn("Claiming automation deliveries failed", zap.Error(err))
-		}
-		return
-	}
-	for _, d := range ds {
-		w.inflight.Add(1)
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.run(ctx, d)
-			w.inflight.Add(-1)
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}()
-	}
 }
 
 // run sends one delivery and records the outcome.

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +26,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
+	"github.com/glassbox-dev/glassbox/internal/workpool"
 )
 
 // Config configures the workers of one API server process.
@@ -138,9 +138,6 @@ type Traces interface {
 	InsertScores(ctx context.Context, scores []chstore.Score) error
 }
 
-// pruneInterval is how often finished jobs past their retention are deleted.
-const pruneInterval = time.Hour
-
 // finishTimeout bounds recording a job's outcome, which happens even when
 // the worker is stopping.
 const finishTimeout = 10 * time.Second
@@ -164,10 +161,7 @@ type Worker struct {
 	semMu sync.Mutex
 	sems  map[string]chan struct{} // per LLM connection id
 
-	inflight atomic.Int32
-	wake     chan struct{}
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	pool *workpool.Pool[controlplane.EvalJob]
 }
 
 // New returns a worker over the stores; box opens LLM connection secrets
@@ -189,7 +183,7 @@ func New(cfg Config, cp ControlPlane, ch Traces, box *secretbox.Box, logger *zap
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &Worker{
+	w := &Worker{
 		cfg: cfg, cp: cp, ch: ch, box: box, logger: logger,
 		owner:    host + "/" + uuid.NewString(),
 		now:      time.Now,
@@ -199,81 +193,36 @@ func New(cfg Config, cp ControlPlane, ch Traces, box *secretbox.Box, logger *zap
 		http:     webhooks.Client(),
 		pricer:   pricing.NewPricer(builtin, pricing.DefaultCacheSize),
 		sems:     map[string]chan struct{}{},
-		wake:     make(chan struct{}, 1),
-	}, nil
+	}
+	w.pool = workpool.New(workpool.Config[controlplane.EvalJob]{
+		Name: "evaluation jobs", Workers: cfg.Workers, PollInterval: cfg.PollInterval, Logger: logger,
+		Claim: func(ctx context.Context, n int) ([]controlplane.EvalJob, error) {
+			return cp.ClaimEvalJobs(ctx, w.owner, n, cfg.Lease)
+		},
+		Run: w.run,
+		Prune: func(ctx context.Context, now time.Time) (int64, error) {
+			return cp.PruneEvalJobs(ctx, now.Add(-cfg.JobRetention))
+		},
+		Now: func() time.Time { return w.now() },
+	})
+	return w, nil
 }
 
 // Start runs the dispatcher in the background.
 func (w *Worker) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	w.wg.Add(1)
-	go w.dispatch(ctx)
+	w.pool.Start()
 	w.logger.Info("Evaluation workers started", zap.Int("workers", w.cfg.Workers), zap.String("owner", w.owner))
 }
 
 // Stop cancels the running jobs, records their outcome, and waits for them.
 // Cancelled jobs run again on a later claim. Safe without Start and when repeated.
 func (w *Worker) Stop() {
-	if w.cancel == nil {
+	if !w.pool.Stop() {
 		return
 	}
-	w.cancel()
-	w.wg.Wait()
-	w.cancel = nil
 	w.llm.CloseIdleConnections()
 	w.http.CloseIdleConnections()
 	w.logger.Info("Evaluation workers stopped")
-}
-
-func (w *Worker) dispatch(ctx context.Context) {
-	defer w.wg.Done()
-	lastPrune := time.Time{}
-	for {
-		if w.now().Sub(lastPrune) >= pruneInterval {
-			lastPrune = w.now()
-			if n, err := w.cp.PruneEvalJobs(ctx, lastPrune.Add(-w.cfg.JobRetention)); err != nil && ctx.Err() == nil {
-				w.logger.Warn("Pruning finished evaluation jobs failed", zap.Error(err))
-			} else if n > 0 {
-				w.logger.Debug("Pruned finished evaluation jobs", zap.Int64("jobs", n))
-			}
-		}
-		w.claim(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.wake:
-		case <-time.After(w.cfg.PollInterval):
-		}
-	}
-}
-
-// claim leases as many due jobs as there are idle workers and starts them.
-func (w *Worker) claim(ctx context.Context) {
-	free := w.cfg.Workers - int(w.inflight.Load())
-	if free <= 0 {
-		return
-	}
-	jobs, err := w.cp.ClaimEvalJobs(ctx, w.owner, free, w.cfg.Lease)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.logger.Warn("Claiming evaluation jobs failed", zap.Error(err))
-		}
-		return
-	}
-	for _, job := range jobs {
-		w.inflight.Add(1)
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.run(ctx, job)
-			w.inflight.Add(-1)
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}()
-	}
 }
 
 // run executes one job and records its outcome.
