@@ -49,7 +49,7 @@ func New[T any](cfg Config[T]) *Pool[T] {
 
 // Start runs the dispatcher in the background.
 func (p *Pool[T]) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // Stop calls it
 	p.cancel = cancel
 	p.wg.Add(1)
 	go p.dispatch(ctx)
