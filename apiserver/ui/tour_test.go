@@ -130,8 +130,16 @@ func TestBrowserTour(t *testing.T) {
 	b.Go(p + "/settings/api-keys")
 	assert.NotContains(t, b.Text(`main`), strings.TrimSpace(secret), "never shown again")
 
-	// A member invited; the link to choose a password is shown once.
+	// The owner sets the organization's retention, which its projects
+	// without one take.
 	b.Go(env.URL + "/organization/" + env.OrgID)
+	b.SetValue(`[data-testid=org-settings] input[name=retention_days]`, "45")
+	b.ClickAndWait(`[data-testid=org-settings] button`)
+	org, err := env.Store.GetOrganization(ctx, env.OrgID)
+	require.NoError(t, err)
+	assert.Equal(t, 45, org.RetentionDays)
+
+	// A member invited; the link to choose a password is shown once.
 	b.Type(`[data-testid=invite] input[name=email]`, "newcomer@example.com")
 	b.ClickAndWait(`[data-testid=invite] button`)
 	assert.Contains(t, b.Text(`[data-testid=invited]`), "/auth/invite/")
