@@ -25,6 +25,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 var (
@@ -48,7 +49,7 @@ type Store struct {
 	postgres bool
 	now      func() time.Time
 
-	promptLimits PromptLimits
+	promptLimits promptcompose.Limits
 	// hasher stores API key secrets, keyed with apikey.HashKeyEnv when set.
 	hasher    apikey.Hasher
 	dummyHash string // compared against for unknown public keys
@@ -82,7 +83,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open control plane: %w", err)
 	}
-	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: DefaultPromptLimits(), touched: map[string]time.Time{},
+	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: promptcompose.DefaultLimits(), touched: map[string]time.Time{},
 		hasher: hasher, dummyHash: hasher.Hash(secretKeyPrefix + "00000000-0000-0000-0000-000000000000")}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("connect control plane: %w", err), db.Close())
