@@ -189,4 +189,6 @@ func TestResolveLimits(t *testing.T) {
 }
 
 // text is a text prompt named root.
-func text(s string) Prompt { return Prompt{Node: Node{Name: "root"}, Type: TypeText, Texts: []string{s}} }
+func text(s string) Prompt {
+	return Prompt{Node: Node{Name: "root"}, Type: TypeText, Texts: []string{s}}
+}
