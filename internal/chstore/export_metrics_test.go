@@ -1,6 +1,10 @@
 package chstore
 
-import "sort"
+import (
+	"context"
+	"sort"
+	"time"
+)
 
 // metricsViews lists the public views, in a stable order.
 func metricsViews() []string {
@@ -91,4 +95,11 @@ func EveryMetricsQuery() []MetricsQuery {
 		}
 	}
 	return out
+}
+
+// RollupDaysRead is how many days of [from, to) a metrics query of the
+// project would read from the rollups now.
+func (s *Store) RollupDaysRead(ctx context.Context, projectID string, from, to time.Time) (int, error) {
+	fresh, err := s.freshDays(ctx, projectID, s.rollupCandidates(projectID, from, to, time.Now()))
+	return len(fresh), err
 }

@@ -25,8 +25,13 @@ func (q *sqlb) sub(o *sqlb) *sqlb { return q.add(o.b.String(), o.args...) }
 
 func (q *sqlb) String() string { return q.b.String() }
 
-// window bounds a view's rows by its time field, Unix µs; a zero bound is open.
-type window struct{ from, to int64 }
+// window bounds a view's rows by its time field, Unix µs; a zero bound is
+// open. days, when set, narrows observation rows further to those day
+// ranges [start, end) (the days a query reads raw beside a rollup).
+type window struct {
+	from, to int64
+	days     [][2]time.Time
+}
 
 // rowsPlan is what the view's rows must carry for one query.
 type rowsPlan struct {
@@ -81,6 +86,16 @@ func observationWindow(w window, slack int64) (string, []any) {
 	if w.to > 0 {
 		conds = append(conds, "start_time < toDateTime(?) AND start_time_us < ?")
 		args = append(args, ceilSeconds(w.to+slack), w.to+slack)
+	}
+	if len(w.days) > 0 {
+		// On toDate(start_time), the sort key's expression, so that the
+		// primary key skips the other days.
+		ranges := make([]string, len(w.days))
+		for i, d := range w.days {
+			ranges[i] = "(toDate(start_time) >= ? AND toDate(start_time) < ?)"
+			args = append(args, d[0].Format(dayLayout), d[1].Format(dayLayout))
+		}
+		conds = append(conds, "("+strings.Join(ranges, " OR ")+")")
 	}
 	if len(conds) == 0 {
 		return "1", nil
