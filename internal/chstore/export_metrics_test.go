@@ -98,8 +98,8 @@ func EveryMetricsQuery() []MetricsQuery {
 }
 
 // RollupDaysRead is how many days of [from, to) a metrics query of the
-// project would read from the rollups now.
+// project would read (in part) from the rollups now.
 func (s *Store) RollupDaysRead(ctx context.Context, projectID string, from, to time.Time) (int, error) {
-	fresh, err := s.freshDays(ctx, projectID, s.rollupCandidates(projectID, from, to, time.Now()))
+	fresh, err := s.freshDays(ctx, projectID, s.rollupSpan(projectID, from, to, time.Now()).days)
 	return len(fresh), err
 }

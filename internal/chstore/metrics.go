@@ -122,12 +122,13 @@ func (s *Store) Metrics(ctx context.Context, projectID string, q MetricsQuery) (
 		return nil, err
 	}
 	if c.rollup != nil {
-		fresh, err := s.freshDays(ctx, projectID, s.rollupCandidates(projectID, c.from, c.to, time.Now()))
+		span := s.rollupSpan(projectID, c.from, c.to, time.Now())
+		fresh, err := s.freshDays(ctx, projectID, span.days)
 		if err != nil {
 			return nil, err
 		}
 		if len(fresh) > 0 {
-			c.sql = s.rollupSQL(c, fresh)
+			c.sql = s.rollupSQL(c, span, fresh)
 		}
 	}
 	rows, err := s.runMetrics(ctx, c)

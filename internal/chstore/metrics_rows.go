@@ -26,11 +26,11 @@ func (q *sqlb) sub(o *sqlb) *sqlb { return q.add(o.b.String(), o.args...) }
 func (q *sqlb) String() string { return q.b.String() }
 
 // window bounds a view's rows by its time field, Unix µs; a zero bound is
-// open. days, when set, narrows observation rows further to those day
-// ranges [start, end) (the days a query reads raw beside a rollup).
+// open. ranges, when set, narrows observation rows further to those
+// whole-second ranges [start, end): what a query reads raw beside a rollup.
 type window struct {
 	from, to int64
-	days     [][2]time.Time
+	ranges   [][2]time.Time
 }
 
 // rowsPlan is what the view's rows must carry for one query.
@@ -87,13 +87,13 @@ func observationWindow(w window, slack int64) (string, []any) {
 		conds = append(conds, "start_time < toDateTime(?) AND start_time_us < ?")
 		args = append(args, ceilSeconds(w.to+slack), w.to+slack)
 	}
-	if len(w.days) > 0 {
-		// On toDate(start_time), the sort key's expression, so that the
-		// primary key skips the other days.
-		ranges := make([]string, len(w.days))
-		for i, d := range w.days {
-			ranges[i] = "(toDate(start_time) >= ? AND toDate(start_time) < ?)"
-			args = append(args, d[0].Format(dayLayout), d[1].Format(dayLayout))
+	if len(w.ranges) > 0 {
+		// With the days on toDate(start_time), the sort key's expression,
+		// so that the primary key skips the other days.
+		ranges := make([]string, len(w.ranges))
+		for i, r := range w.ranges {
+			ranges[i] = "(start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) >= ? AND toDate(start_time) <= ?)"
+			args = append(args, r[0].Unix(), r[1].Unix(), r[0].UTC().Format(dayLayout), r[1].Add(-time.Second).UTC().Format(dayLayout))
 		}
 		conds = append(conds, "("+strings.Join(ranges, " OR ")+")")
 	}
@@ -177,9 +177,11 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 	inner.add("SELECT "+columns+" FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND ", projectID).add(cond, args...)
 	inner.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)"+
 		s.andRetained(projectID, observationDated), projectID)
-	inner.add(" LIMIT 1 BY trace_id, id")
-
 	exprs := dedupeExprs(append([]traceExpr{exprStart}, plan.traceExprs...))
+	if countsRows(exprs) {
+		inner.add(" LIMIT 1 BY trace_id, id")
+	}
+
 	rows := &sqlb{}
 	rows.add("SELECT trace_id, " + selectList(exprs) + " FROM (").sub(inner).add(") GROUP BY trace_id")
 	var having []string
@@ -276,6 +278,23 @@ func (s *Store) joinScoreCounts(rows *sqlb, columns, projectID string, traceIDs 
 	}
 	joined := &sqlb{}
 	return joined.add("SELECT " + columns + ", sc_count FROM (").sub(rows).add(") AS rows ANY LEFT JOIN (").sub(counts).add(") AS joined USING " + keys)
+}
+
+// rowCountingExprs are the trace aggregates that a span stored twice would
+// change; the others (first, last, latest set, any) see the same value
+// twice, so traces read for them alone need no deduplication, the larger
+// part of their cost.
+var rowCountingExprs = []traceExpr{exprTotalCost, exprObsCount, exprTotalTokens, exprObsIDs, exprCreated, exprUpdated}
+
+func countsRows(exprs []traceExpr) bool {
+	for _, e := range exprs {
+		for _, c := range rowCountingExprs {
+			if e.alias == c.alias {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func aliases(exprs []traceExpr) string {

@@ -8,14 +8,16 @@ import (
 	"time"
 )
 
-// Daily rollups of the observations view: per project, closed day and
+// Rollups of the observations view: per project, hour of a closed day and
 // combination of the low-cardinality dimensions, the count and the sums,
 // minimums and maximums of the additive measures, computed from
 // deduplicated, undeleted rows by RefreshRollups, a background job (no
 // work at insert). A metrics query whose shape they answer reads them for
 // the whole days of its window whose rollup is current, and the raw rows
 // for the rest (partial days at the window's edges, today, and any day
-// that changed since it was rolled up), then combines both.
+// that changed since it was rolled up), then combines both. Rows are per
+// hour so that a window that starts or ends within a day, as a dashboard's
+// "last 30 days" does, leaves at most an hour at each edge to read raw.
 //
 // A day's rollup is current when the day's stored rows still count and
 // weigh (sum of event_ts) what they did when it was computed, and the
@@ -35,6 +37,7 @@ var (
 	project_id String,
 	day Date,
 	generation UInt64,
+	hour DateTime('UTC'),
 	type LowCardinality(String),
 	name String,
 	environment LowCardinality(String),
@@ -186,9 +189,9 @@ type rollupPlan struct {
 	tail       *sqlb    // GROUP BY, ORDER BY, LIMIT of the outer query
 }
 
-// rollupGranularity reports whether buckets of g are unions of days.
+// rollupGranularity reports whether buckets of g are unions of hours.
 func rollupGranularity(g string) bool {
-	return g == "" || g == "day" || g == "week" || g == "month"
+	return g != "minute"
 }
 
 // dayFingerprint is what a day's rollup was computed from.
@@ -204,25 +207,32 @@ type freshDay struct {
 
 const dayLayout = time.DateOnly
 
-// rollupCandidates are the whole days of [from, to) that may have a
-// rollup: closed (before today, UTC) and within the project's retention.
-func (s *Store) rollupCandidates(projectID string, from, to, now time.Time) []time.Time {
-	first := from.UTC().Truncate(24 * time.Hour)
+// rollupSpan is the part of a window that rollups may answer: the whole
+// hours [from, to) of the window that lie in closed days (before today,
+// UTC) and within the project's retention, and those days.
+type rollupSpan struct {
+	from, to time.Time
+	days     []time.Time
+}
+
+func (s *Store) rollupSpan(projectID string, from, to, now time.Time) rollupSpan {
+	first := from.UTC().Truncate(time.Hour)
 	if first.Before(from) {
-		first = first.AddDate(0, 0, 1)
+		first = first.Add(time.Hour)
 	}
-	if since := s.retainedSince(projectID); since > 0 {
-		// The day the retention starts in is partly expired: raw.
-		for first.Unix() < since {
-			first = first.AddDate(0, 0, 1)
-		}
+	if since := s.retainedSince(projectID); since > 0 && first.Unix() < since {
+		// The hour the retention starts in is partly expired: raw.
+		first = time.Unix(since, 0).UTC().Truncate(time.Hour).Add(time.Hour)
 	}
-	today := now.UTC().Truncate(24 * time.Hour)
-	var days []time.Time
-	for d := first; !d.AddDate(0, 0, 1).After(to) && d.Before(today); d = d.AddDate(0, 0, 1) {
-		days = append(days, d)
+	end := to.UTC().Truncate(time.Hour)
+	if today := now.UTC().Truncate(24 * time.Hour); end.After(today) {
+		end = today
 	}
-	return days
+	span := rollupSpan{from: first, to: end}
+	for d := first.Truncate(24 * time.Hour); d.Before(end); d = d.AddDate(0, 0, 1) {
+		span.days = append(span.days, d)
+	}
+	return span
 }
 
 // freshDays returns the candidate days whose rollup is current.
@@ -302,30 +312,42 @@ func (s *Store) dayFingerprints(ctx context.Context, projectID string, first, la
 	return out, nil
 }
 
-// rawDays turns the window minus the fresh days into the day ranges the
-// raw rows are read from.
-func rawDays(from, to time.Time, fresh []freshDay) [][2]time.Time {
-	isFresh := map[time.Time]bool{}
-	for _, f := range fresh {
-		isFresh[f.day] = true
-	}
+// rawRanges are the parts of [from, to) that the fresh days' rollups
+// within span do not cover: what is read raw, as whole-second ranges.
+func rawRanges(from, to time.Time, span rollupSpan, fresh []freshDay) [][2]time.Time {
 	var out [][2]time.Time
-	for d := from.UTC().Truncate(24 * time.Hour); d.Before(to); d = d.AddDate(0, 0, 1) {
-		if isFresh[d] {
-			continue
+	at := from.UTC().Truncate(time.Second)
+	for _, f := range fresh {
+		start, end := f.day, f.day.AddDate(0, 0, 1)
+		start, end = later(start, span.from), earlier(end, span.to)
+		if start.After(at) {
+			out = append(out, [2]time.Time{at, start})
 		}
-		if n := len(out); n > 0 && out[n-1][1].Equal(d) {
-			out[n-1][1] = d.AddDate(0, 0, 1)
-			continue
-		}
-		out = append(out, [2]time.Time{d, d.AddDate(0, 0, 1)})
+		at = later(at, end)
+	}
+	if end := to.UTC().Add(time.Second - 1).Truncate(time.Second); end.After(at) {
+		out = append(out, [2]time.Time{at, end})
 	}
 	return out
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // rollupSQL renders c's query over the fresh days' rollups and the raw
 // rows of the other days.
-func (s *Store) rollupSQL(c *compiledMetrics, fresh []freshDay) *sqlb {
+func (s *Store) rollupSQL(c *compiledMetrics, span rollupSpan, fresh []freshDay) *sqlb {
 	r := c.rollup
 	inner := func(source, bucket string, partialOf func(partial) string) string {
 		cols := slices.Clone(r.dimSelects)
@@ -351,17 +373,17 @@ func (s *Store) rollupSQL(c *compiledMetrics, fresh []freshDay) *sqlb {
 	}
 
 	rolled := &sqlb{}
-	rolled.add(inner(s.ddl.name(metricsDailyTable), "day", func(p partial) string { return p.rolled }))
+	rolled.add(inner(s.ddl.name(metricsDailyTable), "hour", func(p partial) string { return p.rolled }))
 	pairs := make([]string, len(fresh))
-	args := []any{c.rollup.projectID}
+	args := []any{c.rollup.projectID, span.from.Unix(), span.to.Unix()}
 	for i, f := range fresh {
 		pairs[i] = "(?, ?)"
 		args = append(args, f.day.Format(dayLayout), f.generation)
 	}
-	where(rolled, "project_id = ? AND (day, generation) IN ("+strings.Join(pairs, ", ")+")", args...)
+	where(rolled, "project_id = ? AND hour >= toDateTime(?) AND hour < toDateTime(?) AND (day, generation) IN ("+strings.Join(pairs, ", ")+")", args...)
 	rolled.add(group)
 
-	w := window{from: c.from.UnixMicro(), to: c.to.UnixMicro(), days: rawDays(c.from, c.to, fresh)}
+	w := window{from: c.from.UnixMicro(), to: c.to.UnixMicro(), ranges: rawRanges(c.from, c.to, span, fresh)}
 	raw := &sqlb{}
 	raw.add(inner("(", "start_time", func(p partial) string { return p.raw })).
 		sub(s.observationRows(r.projectID, w, r.plan)).add(")")
@@ -418,7 +440,7 @@ const rollupBatchDays = 31
 
 // RefreshRollups rolls up every closed project day whose rollup is missing
 // or no longer current (see freshDays), at most maxDays of them (0: all),
-// and removes the rows of superseded generations. It is the background
+// and prunes superseded generations. It is the background
 // job behind the metrics rollups; reads never depend on it for exactness.
 func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, error) {
 	var st RollupStats
@@ -451,7 +473,57 @@ func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, e
 			days = days[n:]
 		}
 	}
-	return st, nil
+	return st, s.pruneRollups(ctx)
+}
+
+// pruneRollupDays bounds the days one pruning mutation names.
+const pruneRollupDays = 500
+
+// pruneRollups deletes the rollup rows of superseded generations (reads
+// never see them: they name the current generation) once they outnumber
+// the current ones, so that a mutation is rare. Rows of a generation newer
+// than the day's current one may be in the making, and stay.
+func (s *Store) pruneRollups(ctx context.Context) error {
+	type day struct {
+		project string
+		day     time.Time
+		current uint64
+	}
+	var (
+		days       []day
+		superseded uint64
+		total      uint64
+	)
+	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(metricsDailyTable)+
+		" ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
+		" GROUP BY project_id, day) USING (project_id, day) GROUP BY project_id, day, current", nil, func(r rowScanner) error {
+		var (
+			d        day
+			old, all uint64
+		)
+		if err := r.Scan(&d.project, &d.day, &d.current, &old, &all); err != nil {
+			return err
+		}
+		if old > 0 && len(days) < pruneRollupDays {
+			days = append(days, d)
+		}
+		superseded += old
+		total += all
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count superseded rollup rows: %w", err)
+	}
+	if len(days) == 0 || superseded*2 < total {
+		return nil
+	}
+	conds := make([]string, len(days))
+	var args []any
+	for i, d := range days {
+		conds[i] = "(project_id = ? AND day = ? AND generation < ?)"
+		args = append(args, d.project, d.day.Format(dayLayout), d.current)
+	}
+	return s.mutateDelete(ctx, metricsDailyTable, strings.Join(conds, " OR "), args)
 }
 
 // staleRollupDays lists, per project, the closed days whose rollup is
@@ -561,9 +633,9 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 		append([]any{projectID, first.Unix(), last.AddDate(0, 0, 1).Unix()}, dayArgs...)...)
 	rows.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?) LIMIT 1 BY trace_id, id", projectID)
 	stmt := &sqlb{}
-	stmt.add("INSERT INTO "+s.ddl.name(metricsDailyTable)+" (project_id, day, generation, "+rollupDimensionColumns+", rows, "+strings.Join(cols, ", ")+
-		") SELECT ?, toDate(start_time) AS day, ?, "+rollupDimensionColumns+", count(), "+strings.Join(aggs, ", ")+" FROM (",
-		projectID, generation).sub(rows).add(") GROUP BY day, " + rollupDimensionColumns)
+	stmt.add("INSERT INTO "+s.ddl.name(metricsDailyTable)+" (project_id, day, generation, hour, "+rollupDimensionColumns+", rows, "+strings.Join(cols, ", ")+
+		") SELECT ?, toDate(start_time) AS day, ?, toStartOfHour(start_time) AS hour, "+rollupDimensionColumns+", count(), "+strings.Join(aggs, ", ")+" FROM (",
+		projectID, generation).sub(rows).add(") GROUP BY day, hour, " + rollupDimensionColumns)
 	if err := s.exec(ctx, stmt.String(), stmt.args...); err != nil {
 		return 0, 0, fmt.Errorf("roll up %d days of project %s: %w", len(days), projectID, err)
 	}
@@ -586,20 +658,6 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 			})
 		if err != nil {
 			return 0, 0, fmt.Errorf("record the rollup of %d days of project %s: %w", len(current), projectID, err)
-		}
-	}
-	// Rows of older generations of these days are superseded (or were
-	// never made current).
-	stale := &sqlb{}
-	stale.add("project_id = ? AND day >= ? AND day <= ? AND generation < ?", projectID, first.Format(dayLayout), last.Format(dayLayout), generation)
-	var old uint64
-	err = s.query(ctx, "SELECT count() FROM "+s.ddl.name(metricsDailyTable)+" WHERE "+stale.String(), stale.args, func(r rowScanner) error { return r.Scan(&old) })
-	if err != nil {
-		return 0, 0, fmt.Errorf("count superseded rollup rows: %w", err)
-	}
-	if old > 0 && len(current) == len(days) {
-		if err := s.mutateDelete(ctx, metricsDailyTable, stale.String(), stale.args); err != nil {
-			return 0, 0, err
 		}
 	}
 	return len(current), len(days) - len(current), nil
