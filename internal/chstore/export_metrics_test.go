@@ -103,3 +103,12 @@ func (s *Store) RollupDaysRead(ctx context.Context, projectID string, from, to t
 	fresh, err := s.freshDays(ctx, projectID, s.rollupSpan(projectID, from, to, time.Now()).days)
 	return len(fresh), err
 }
+
+// RollupRows counts the rollup rows of the days' current generations and
+// those of older ones.
+func (s *Store) RollupRows(ctx context.Context) (current, superseded uint64, err error) {
+	err = s.query(ctx, "SELECT countIf(generation = cur), countIf(generation < cur) FROM "+s.ddl.name(metricsDailyTable)+
+		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS cur FROM "+s.ddl.name(metricsDailyDaysTable)+
+		" GROUP BY project_id, day) AS days USING (project_id, day)", nil, func(r rowScanner) error { return r.Scan(&current, &superseded) })
+	return current, superseded, err
+}

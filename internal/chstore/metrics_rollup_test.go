@@ -50,6 +50,15 @@ func rollupShapedQuery(r *rand.Rand, start time.Time) chstore.MetricsQuery {
 		q.From = q.From.Truncate(24 * time.Hour) // day-aligned: no raw edge
 	}
 	q.To = q.From.Add(20*time.Hour + time.Duration(r.Int64N(int64(80*time.Hour)))).Truncate(time.Second)
+	switch r.IntN(3) {
+	case 0:
+		q.To = q.To.Truncate(24 * time.Hour) // ends at midnight
+	case 1:
+		q.To = q.To.Truncate(time.Hour)
+	}
+	if !q.To.After(q.From) {
+		q.To = q.From.Add(24 * time.Hour)
+	}
 	q.Granularity = pick(r, []string{"", "day", "day", "hour"})
 	return q
 }
@@ -151,4 +160,46 @@ func TestMetricsRollupsMatchAPlainComputation(t *testing.T) {
 	require.Zero(t, dayRead(start), "a day past the retention is not read from its rollup")
 	check("retention")
 	s.SetRetention(nil)
+}
+
+// TestRollupJobPrunesSupersededGenerations checks that a day rolled up
+// again leaves its older rows until they outnumber the current ones, and
+// that the job then deletes them without touching what reads use.
+func TestRollupJobPrunesSupersededGenerations(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -2)
+	span := func(id string, at time.Time) model.Observation {
+		return model.Observation{ProjectID: "p1", TraceID: "t-" + id, ID: id, Type: model.TypeGeneration, Name: "llm", Model: "gpt-4o",
+			StartTime: at.UnixMicro(), EndTime: at.Add(time.Second).UnixMicro(), Level: model.LevelDefault, Environment: "production",
+			Metadata: "{}", TraceMetadata: "{}", SampleRate: 1, IsRoot: true, CostDetails: map[string]float64{"input": 0.5}}
+	}
+	require.NoError(t, s.InsertObservations(ctx, []model.Observation{span("a", day.Add(time.Hour)), span("b", day.Add(2*time.Hour))}))
+	_, err := s.RefreshRollups(ctx, 0)
+	require.NoError(t, err)
+	current, superseded, err := s.RollupRows(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [2]uint64{2, 0}, [2]uint64{current, superseded}, "one row per hour")
+
+	// A late span: the day is rolled up again, and the first generation's
+	// rows, now as many as the current ones, go.
+	require.NoError(t, s.InsertObservations(ctx, []model.Observation{span("c", day.Add(90*time.Minute))}))
+	st, err := s.RefreshRollups(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Days)
+	require.Eventually(t, func() bool {
+		current, superseded, err = s.RollupRows(ctx)
+		require.NoError(t, err)
+		return superseded == 0
+	}, 30*time.Second, 200*time.Millisecond, "the superseded rows are deleted")
+	require.Equal(t, uint64(2), current)
+
+	rows, err := s.Metrics(ctx, "p1", chstore.MetricsQuery{View: chstore.ViewObservations, Granularity: "day",
+		Metrics: []chstore.Metric{{Measure: "count", Aggregation: "count"}, {Measure: "totalCost", Aggregation: "sum"}},
+		From:    day, To: day.AddDate(0, 0, 1)})
+	require.NoError(t, err)
+	n, err := s.RollupDaysRead(ctx, "p1", day, day.AddDate(0, 0, 1))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []map[string]any{{chstore.TimeDimensionKey: day.Format(time.RFC3339), "count_count": "3", "sum_totalCost": 1.5}}, rows)
 }

@@ -310,10 +310,13 @@ func aliases(exprs []traceExpr) string {
 // cond, a condition over the score's value or string_value.
 func (s *Store) scoreSubject(v view, projectID, name string, having string, args ...any) (*sqlb, error) {
 	latest := &sqlb{}
-	latest.add("SELECT id, trace_id, observation_id, name, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
+	latest.add("SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
 		" WHERE project_id = ? AND name = ?"+s.andRetained(projectID, scoreDated)+" ORDER BY event_ts DESC LIMIT 1 BY id", projectID, name)
+	// Only the score tombstones: the rows this semi-join narrows leave out
+	// deleted traces already, and each tombstone check over every score of
+	// the name is a visible share of a list's time.
 	visible := &where{}
-	s.visibleScores(visible, projectID)
+	visible.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 	q := &sqlb{}
 	switch v.name {
 	case ViewTraces:

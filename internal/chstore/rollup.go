@@ -383,16 +383,21 @@ func (s *Store) rollupSQL(c *compiledMetrics, span rollupSpan, fresh []freshDay)
 	where(rolled, "project_id = ? AND hour >= toDateTime(?) AND hour < toDateTime(?) AND (day, generation) IN ("+strings.Join(pairs, ", ")+")", args...)
 	rolled.add(group)
 
-	w := window{from: c.from.UnixMicro(), to: c.to.UnixMicro(), ranges: rawRanges(c.from, c.to, span, fresh)}
+	q := &sqlb{}
+	q.add("SELECT " + strings.Join(r.selects, ", ") + " FROM (").sub(rolled)
+	ranges := rawRanges(c.from, c.to, span, fresh)
+	if len(ranges) == 0 {
+		// The rollups cover the whole window.
+		return q.add(")").sub(r.tail)
+	}
+	w := window{from: c.from.UnixMicro(), to: c.to.UnixMicro(), ranges: ranges}
 	raw := &sqlb{}
 	raw.add(inner("(", "start_time", func(p partial) string { return p.raw })).
 		sub(s.observationRows(r.projectID, w, r.plan)).add(")")
 	where(raw, "1")
 	raw.add(group)
 
-	q := &sqlb{}
-	q.add("SELECT " + strings.Join(r.selects, ", ") + " FROM (").sub(rolled).add(" UNION ALL ").sub(raw).add(")").sub(r.tail)
-	return q
+	return q.add(" UNION ALL ").sub(raw).add(")").sub(r.tail)
 }
 
 // newRollupPlan keeps the parts of a compiled query that its rollup form
@@ -495,8 +500,8 @@ func (s *Store) pruneRollups(ctx context.Context) error {
 		total      uint64
 	)
 	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(metricsDailyTable)+
-		" ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
-		" GROUP BY project_id, day) USING (project_id, day) GROUP BY project_id, day, current", nil, func(r rowScanner) error {
+		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
+		" GROUP BY project_id, day) AS days USING (project_id, day) GROUP BY project_id, day, current", nil, func(r rowScanner) error {
 		var (
 			d        day
 			old, all uint64
