@@ -112,3 +112,11 @@ func (s *Store) RollupRows(ctx context.Context) (current, superseded uint64, err
 		" GROUP BY project_id, day) AS days USING (project_id, day)", nil, func(r rowScanner) error { return r.Scan(&current, &superseded) })
 	return current, superseded, err
 }
+
+// SetRollupPruneGrace sets how long superseded rollup rows stay, and
+// returns a function that restores it.
+func SetRollupPruneGrace(d time.Duration) (restore func()) {
+	old := rollupPruneGrace
+	rollupPruneGrace = d
+	return func() { rollupPruneGrace = old }
+}

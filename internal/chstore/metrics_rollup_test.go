@@ -181,12 +181,20 @@ func TestRollupJobPrunesSupersededGenerations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [2]uint64{2, 0}, [2]uint64{current, superseded}, "one row per hour")
 
-	// A late span: the day is rolled up again, and the first generation's
-	// rows, now as many as the current ones, go.
+	// A late span: the day is rolled up again. The first generation's
+	// rows, now as many as the current ones, stay while a query that chose
+	// them may still read them, and go after.
 	require.NoError(t, s.InsertObservations(ctx, []model.Observation{span("c", day.Add(90*time.Minute))}))
 	st, err := s.RefreshRollups(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Days)
+	_, superseded, err = s.RollupRows(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), superseded, "within the grace period")
+	defer chstore.SetRollupPruneGrace(0)()
+	time.Sleep(1100 * time.Millisecond) // computed_at has whole seconds
+	_, err = s.RefreshRollups(ctx, 0)
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		current, superseded, err = s.RollupRows(ctx)
 		require.NoError(t, err)

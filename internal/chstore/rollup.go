@@ -484,6 +484,11 @@ func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, e
 // pruneRollupDays bounds the days one pruning mutation names.
 const pruneRollupDays = 500
 
+// rollupPruneGrace is how long a superseded generation's rows stay after
+// a newer one became current: a query that chose the older generation just
+// before reads its rows in a second statement, well within this.
+var rollupPruneGrace = 10 * time.Minute
+
 // pruneRollups deletes the rollup rows of superseded generations (reads
 // never see them: they name the current generation) once they outnumber
 // the current ones, so that a mutation is rare. Rows of a generation newer
@@ -501,7 +506,8 @@ func (s *Store) pruneRollups(ctx context.Context) error {
 	)
 	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(metricsDailyTable)+
 		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
-		" GROUP BY project_id, day) AS days USING (project_id, day) GROUP BY project_id, day, current", nil, func(r rowScanner) error {
+		" GROUP BY project_id, day HAVING argMax(computed_at, generation) < toDateTime(?)) AS days USING (project_id, day) GROUP BY project_id, day, current",
+		[]any{time.Now().Add(-rollupPruneGrace).Unix()}, func(r rowScanner) error {
 		var (
 			d        day
 			old, all uint64
