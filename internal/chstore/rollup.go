@@ -508,20 +508,20 @@ func (s *Store) pruneRollups(ctx context.Context) error {
 		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
 		" GROUP BY project_id, day HAVING argMax(computed_at, generation) < toDateTime(?)) AS days USING (project_id, day) GROUP BY project_id, day, current",
 		[]any{time.Now().Add(-rollupPruneGrace).Unix()}, func(r rowScanner) error {
-		var (
-			d        day
-			old, all uint64
-		)
-		if err := r.Scan(&d.project, &d.day, &d.current, &old, &all); err != nil {
-			return err
-		}
-		if old > 0 && len(days) < pruneRollupDays {
-			days = append(days, d)
-		}
-		superseded += old
-		total += all
-		return nil
-	})
+			var (
+				d        day
+				old, all uint64
+			)
+			if err := r.Scan(&d.project, &d.day, &d.current, &old, &all); err != nil {
+				return err
+			}
+			if old > 0 && len(days) < pruneRollupDays {
+				days = append(days, d)
+			}
+			superseded += old
+			total += all
+			return nil
+		})
 	if err != nil {
 		return fmt.Errorf("count superseded rollup rows: %w", err)
 	}
