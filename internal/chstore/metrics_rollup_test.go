@@ -210,4 +210,11 @@ func TestRollupJobPrunesSupersededGenerations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, []map[string]any{{chstore.TimeDimensionKey: day.Format(time.RFC3339), "count_count": "3", "sum_totalCost": 1.5}}, rows)
+
+	// A raw edge without rows (00:30 to 01:00) takes no part in a minimum.
+	rows, err = s.Metrics(ctx, "p1", chstore.MetricsQuery{View: chstore.ViewObservations,
+		Metrics: []chstore.Metric{{Measure: "totalCost", Aggregation: "min"}, {Measure: "latency", Aggregation: "max"}},
+		From:    day.Add(30 * time.Minute), To: day.AddDate(0, 0, 1)})
+	require.NoError(t, err)
+	require.Equal(t, []map[string]any{{"min_totalCost": 0.5, "max_latency": 1000.0}}, rows)
 }

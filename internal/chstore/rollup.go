@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // Rollups of the observations view: per project, hour of a closed day and
@@ -13,9 +15,10 @@ import (
 // minimums and maximums of the additive measures, computed from
 // deduplicated, undeleted rows by RefreshRollups, a background job (no
 // work at insert). A metrics query whose shape they answer reads them for
-// the whole days of its window whose rollup is current, and the raw rows
-// for the rest (partial days at the window's edges, today, and any day
-// that changed since it was rolled up), then combines both. Rows are per
+// the whole hours of its window that lie in closed days whose rollup is
+// current, and the raw rows for the rest (partial hours at the window's
+// edges, today, and any day that changed since it was rolled up), then
+// combines both in one statement. Rows are per
 // hour so that a window that starts or ends within a day, as a dashboard's
 // "last 30 days" does, leaves at most an hour at each edge to read raw.
 //
@@ -169,8 +172,13 @@ func planRollupMetric(m Metric, ms measure) (rollupMetric, bool) {
 			return "if(sum(" + p[1] + ") = 0, NULL, CAST(sum(" + p[0] + ") / sum(" + p[1] + ") AS Nullable(Float64)))"
 		}}, true
 	}
-	f := m.Aggregation // min or max
-	ext := partial{raw: "CAST(" + f + "(" + x + ") AS Nullable(Float64))", rolled: "CAST(" + f + "(" + rm.col + "_" + f + ") AS Nullable(Float64))"}
+	// min or max; NULL over no values, as 18.16 answers 0 for a side
+	// without rows when nothing groups it.
+	f := m.Aggregation
+	ext := partial{
+		raw:    "if(" + count.raw + " = 0, NULL, CAST(" + f + "(" + x + ") AS Nullable(Float64)))",
+		rolled: "if(" + count.rolled + " = 0, NULL, CAST(" + f + "(" + rm.col + "_" + f + ") AS Nullable(Float64)))",
+	}
 	return rollupMetric{partials: []partial{ext, count}, final: func(p []string) string {
 		return "if(sum(" + p[1] + ") = 0, NULL, CAST(" + f + "(" + p[0] + ") AS Nullable(Float64)))"
 	}}, true
@@ -448,6 +456,10 @@ const rollupBatchDays = 31
 // and prunes superseded generations. It is the background
 // job behind the metrics rollups; reads never depend on it for exactness.
 func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, error) {
+	// A day's rows must be stored before the record that makes them
+	// current; on a cluster, inserts into Distributed tables are otherwise
+	// forwarded later, each table on its own.
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
 	var st RollupStats
 	stale, err := s.staleRollupDays(ctx, time.Now())
 	if err != nil {
