@@ -133,6 +133,9 @@ type ClickHouseConfig struct {
 	// (retentionDays) older than it are deleted: one ALTER ... DELETE per
 	// table for all such projects, and none when nothing has expired.
 	RetentionInterval time.Duration `mapstructure:"retention_interval"`
+	// RollupInterval is how often the daily metrics rollups of closed days
+	// are brought up to date; until then a changed day is read raw.
+	RollupInterval time.Duration `mapstructure:"rollup_interval"`
 	// DefaultRetentionDays is the instance-wide retention of the projects
 	// whose project and organization set none; 0 keeps their data.
 	DefaultRetentionDays int `mapstructure:"default_retention_days"`
@@ -154,6 +157,9 @@ const (
 	// DefaultRetentionInterval keeps expired data at most an hour beyond
 	// its retention.
 	DefaultRetentionInterval = time.Hour
+	// DefaultRollupInterval is how long after midnight (UTC), or after late
+	// spans or deletions, a day may be read raw rather than rolled up.
+	DefaultRollupInterval = 5 * time.Minute
 )
 
 // NewDefaultConfig returns the configuration of a local single-node install.
@@ -165,7 +171,7 @@ func NewDefaultConfig() Config {
 			MaxReferences:    promptcompose.DefaultMaxReferences,
 		}},
 		ClickHouse: ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
-			RetentionInterval: DefaultRetentionInterval},
+			RetentionInterval: DefaultRetentionInterval, RollupInterval: DefaultRollupInterval},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
@@ -223,6 +229,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.ClickHouse.RetentionInterval <= 0 {
 		errs = append(errs, errors.New("clickhouse.retention_interval must be positive"))
+	}
+	if cfg.ClickHouse.RollupInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.rollup_interval must be positive"))
 	}
 	if err := controlplane.CheckRetention(cfg.ClickHouse.DefaultRetentionDays); err != nil {
 		errs = append(errs, fmt.Errorf("clickhouse.default_retention_days: %w", err))

@@ -35,6 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = "http://127.0.0.1:8123" }, []string{"clickhouse: dsn"}},
 		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
 		{"no purge interval", func(c *Config) { c.ClickHouse.PurgeInterval = 0 }, []string{"clickhouse.purge_interval"}},
+		{"no rollup interval", func(c *Config) { c.ClickHouse.RollupInterval = 0 }, []string{"clickhouse.rollup_interval"}},
 		{"negative timeout", func(c *Config) { c.ClickHouse.QueryTimeout = -time.Second }, []string{"timeouts"}},
 		{"no body limit", func(c *Config) { c.MaxRequestBodyBytes = 0 }, []string{"max_request_body_bytes"}},
 		{"no large body limit", func(c *Config) { c.MaxLargeRequestBodyBytes = -1 }, []string{"max_large_request_body_bytes"}},

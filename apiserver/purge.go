@@ -2,6 +2,7 @@ package apiserver // import "github.com/glassbox-dev/glassbox/apiserver"
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,10 +20,11 @@ const retentionRefresh = 30 * time.Second
 // batch per interval: requests only write tombstones, so that a burst of
 // deletes never becomes a burst of mutations on tables all tenants share.
 // It keeps the reads' retention windows current and, on its own interval,
-// deletes what the projects' retention has expired.
+// deletes what the projects' retention has expired. Beside it, a second
+// loop keeps the daily metrics rollups current.
 type purger struct {
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   sync.WaitGroup
 }
 
 // Retentions is what the purger reads from the control plane.
@@ -43,7 +45,7 @@ type MediaFiles interface {
 
 func startPurger(ch *chstore.Store, projects Retentions, files MediaFiles, cfg ClickHouseConfig, logger *zap.Logger) *purger {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &purger{cancel: cancel, done: make(chan struct{})}
+	p := &purger{cancel: cancel}
 	loadRetention := func() map[string]int {
 		days, err := projects.ProjectRetentions(ctx, cfg.DefaultRetentionDays)
 		if err != nil {
@@ -56,8 +58,13 @@ func startPurger(ch *chstore.Store, projects Retentions, files MediaFiles, cfg C
 		return days
 	}
 	loadRetention()
+	p.done.Add(2)
 	go func() {
-		defer close(p.done)
+		defer p.done.Done()
+		rollUp(ctx, ch, cfg.RollupInterval, logger)
+	}()
+	go func() {
+		defer p.done.Done()
 		ticker := time.NewTicker(cfg.PurgeInterval)
 		defer ticker.Stop()
 		retention := time.NewTicker(cfg.RetentionInterval)
@@ -124,5 +131,30 @@ func expire(ctx context.Context, ch *chstore.Store, projects Retentions, files M
 
 func (p *purger) stop() {
 	p.cancel()
-	<-p.done
+	p.done.Wait()
+}
+
+// rollupDaysPerRun bounds one run of the rollup job, so that a first
+// backfill of a large store is spread over several intervals.
+const rollupDaysPerRun = 200
+
+// rollUp brings the daily metrics rollups up to date at start and then
+// every interval, until ctx ends.
+func rollUp(ctx context.Context, ch *chstore.Store, interval time.Duration, logger *zap.Logger) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		st, err := ch.RefreshRollups(ctx, rollupDaysPerRun)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("updating the metrics rollups failed; retrying at the next interval", zap.Error(err))
+		case st.Days > 0 || st.Skipped > 0:
+			logger.Debug("updated the metrics rollups", zap.Int("days", st.Days), zap.Int("skipped", st.Skipped))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }

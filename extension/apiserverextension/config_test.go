@@ -61,6 +61,7 @@ func TestLoadConfig(t *testing.T) {
 					QueryTimeout:      10 * time.Second,
 					PurgeInterval:     time.Minute,
 					RetentionInterval: 30 * time.Minute,
+					RollupInterval:    10 * time.Minute,
 				},
 				InitFromEnv:              true,
 				MaxRequestBodyBytes:      2097152,

@@ -1,6 +1,10 @@
 package chstore
 
-import "sort"
+import (
+	"context"
+	"sort"
+	"time"
+)
 
 // metricsViews lists the public views, in a stable order.
 func metricsViews() []string {
@@ -91,4 +95,28 @@ func EveryMetricsQuery() []MetricsQuery {
 		}
 	}
 	return out
+}
+
+// RollupDaysRead is how many days of [from, to) a metrics query of the
+// project would read (in part) from the rollups now.
+func (s *Store) RollupDaysRead(ctx context.Context, projectID string, from, to time.Time) (int, error) {
+	fresh, err := s.freshDays(ctx, projectID, s.rollupSpan(projectID, from, to, time.Now()).days)
+	return len(fresh), err
+}
+
+// RollupRows counts the rollup rows of the days' current generations and
+// those of older ones.
+func (s *Store) RollupRows(ctx context.Context) (current, superseded uint64, err error) {
+	err = s.query(ctx, "SELECT countIf(generation = cur), countIf(generation < cur) FROM "+s.ddl.name(metricsDailyTable)+
+		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS cur FROM "+s.ddl.name(metricsDailyDaysTable)+
+		" GROUP BY project_id, day) AS days USING (project_id, day)", nil, func(r rowScanner) error { return r.Scan(&current, &superseded) })
+	return current, superseded, err
+}
+
+// SetRollupPruneGrace sets how long superseded rollup rows stay, and
+// returns a function that restores it.
+func SetRollupPruneGrace(d time.Duration) (restore func()) {
+	old := rollupPruneGrace
+	rollupPruneGrace = d
+	return func() { rollupPruneGrace = old }
 }

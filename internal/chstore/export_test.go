@@ -140,6 +140,11 @@ func sqlLiteral(v any) (string, error) {
 		return strconv.FormatFloat(x, 'g', -1, 64), nil
 	case int64, uint64, uint32, uint8:
 		return fmt.Sprint(x), nil
+	case *float64: // Nullable(Float64)
+		if x == nil {
+			return "NULL", nil
+		}
+		return sqlLiteral(*x)
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Slice {

@@ -108,6 +108,8 @@ type compiledMetrics struct {
 	fill       bool
 	limit      int
 	bins       int
+	// rollup is set when the daily rollups can answer the query.
+	rollup *rollupPlan
 }
 
 // Metrics runs a metrics query over one project's data.
@@ -118,6 +120,16 @@ func (s *Store) Metrics(ctx context.Context, projectID string, q MetricsQuery) (
 	c, err := s.compileMetrics(projectID, q)
 	if err != nil {
 		return nil, err
+	}
+	if c.rollup != nil {
+		span := s.rollupSpan(projectID, c.from, c.to, time.Now())
+		fresh, err := s.freshDays(ctx, projectID, span.days)
+		if err != nil {
+			return nil, err
+		}
+		if len(fresh) > 0 {
+			c.sql = s.rollupSQL(c, span, fresh)
+		}
 	}
 	rows, err := s.runMetrics(ctx, c)
 	if err != nil {
@@ -170,7 +182,11 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 	args := []any{}
 	highCardinality := ""
 	seen := map[string]bool{}
+	// rollup stays true while every part of the query is answerable from
+	// the daily rollups.
+	rollup := q.View == ViewObservations
 	for i, name := range q.Dimensions {
+		rollup = rollup && rollupDimensions[name]
 		f, err := v.field(name)
 		if err != nil {
 			return nil, err
@@ -213,6 +229,7 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 		if c.timed == "auto" {
 			c.timed = autoGranularity(c.to.Sub(c.from))
 		}
+		rollup = rollup && rollupGranularity(c.timed)
 		if n := countBuckets(c.timed, c.from, c.to); n > MaxTimeBuckets {
 			return nil, invalidQuery("limit", "the window holds %d %s buckets, more than the limit of %d; choose a coarser granularity or a shorter window",
 				n, c.timed, MaxTimeBuckets)
@@ -232,6 +249,7 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 	}
 
 	metricAliases := map[string]string{}
+	var rollupMetrics []rollupMetric
 	for i, m := range q.Metrics {
 		ms, err := v.measure(m.Measure)
 		if err != nil {
@@ -252,6 +270,11 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 			return nil, err
 		}
 		selects = append(selects, sql+" AS "+alias)
+		if rm, ok := planRollupMetric(m, ms); ok {
+			rollupMetrics = append(rollupMetrics, rm)
+		} else {
+			rollup = false
+		}
 		col := outColumn{key: m.Key(), kind: kind}
 		switch kind {
 		case outCount:
@@ -313,6 +336,7 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 
 	var conds []string
 	for _, f := range q.Filters {
+		rollup = rollup && rollupDimensions[f.Column]
 		cond, err := s.filterSQL(v, projectID, f, &plan)
 		if err != nil {
 			return nil, err
@@ -354,6 +378,9 @@ func (s *Store) compileMetrics(projectID string, q MetricsQuery) (*compiledMetri
 	}
 	query.add(" LIMIT ?", sqlLimit)
 	c.sql = query
+	if rollup && plan.joins == 0 {
+		c.rollup = newRollupPlan(projectID, c, selects, groupBy, orderBy, conds, args, rollupMetrics, plan, sqlLimit)
+	}
 	return c, nil
 }
 

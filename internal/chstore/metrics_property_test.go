@@ -179,7 +179,7 @@ func (ref *refData) add(spans []model.Observation, scores []chstore.Score) {
 		}
 		in := o.UsageDetails["input"] + o.UsageDetails["input_cached_tokens"]
 		ref.observations = append(ref.observations, refRow{at: time.UnixMicro(o.StartTime).UTC(), values: map[string]any{
-			"name": o.Name, "type": o.Type, "environment": o.Environment, "providedModelName": o.Model,
+			"traceId": o.TraceID, "name": o.Name, "type": o.Type, "environment": o.Environment, "providedModelName": o.Model,
 			"traceName": name, "userId": user, "tags": tags, "startTime": o.StartTime, "metadata": []string{o.Metadata},
 			"latency": latency, "totalTokens": o.UsageDetails["total"], "inputTokens": in,
 			"totalCost": o.CostDetails["input"] + o.CostDetails["output"], "countScores": n, "uniqueUserIds": user, "count": int64(1),

@@ -25,8 +25,13 @@ func (q *sqlb) sub(o *sqlb) *sqlb { return q.add(o.b.String(), o.args...) }
 
 func (q *sqlb) String() string { return q.b.String() }
 
-// window bounds a view's rows by its time field, Unix µs; a zero bound is open.
-type window struct{ from, to int64 }
+// window bounds a view's rows by its time field, Unix µs; a zero bound is
+// open. ranges, when set, narrows observation rows further to those
+// whole-second ranges [start, end): what a query reads raw beside a rollup.
+type window struct {
+	from, to int64
+	ranges   [][2]time.Time
+}
 
 // rowsPlan is what the view's rows must carry for one query.
 type rowsPlan struct {
@@ -81,6 +86,16 @@ func observationWindow(w window, slack int64) (string, []any) {
 	if w.to > 0 {
 		conds = append(conds, "start_time < toDateTime(?) AND start_time_us < ?")
 		args = append(args, ceilSeconds(w.to+slack), w.to+slack)
+	}
+	if len(w.ranges) > 0 {
+		// With the days on toDate(start_time), the sort key's expression,
+		// so that the primary key skips the other days.
+		ranges := make([]string, len(w.ranges))
+		for i, r := range w.ranges {
+			ranges[i] = "(start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) >= ? AND toDate(start_time) <= ?)"
+			args = append(args, r[0].Unix(), r[1].Unix(), r[0].UTC().Format(dayLayout), r[1].Add(-time.Second).UTC().Format(dayLayout))
+		}
+		conds = append(conds, "("+strings.Join(ranges, " OR ")+")")
 	}
 	if len(conds) == 0 {
 		return "1", nil
@@ -162,9 +177,11 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 	inner.add("SELECT "+columns+" FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND ", projectID).add(cond, args...)
 	inner.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?)"+
 		s.andRetained(projectID, observationDated), projectID)
-	inner.add(" LIMIT 1 BY trace_id, id")
-
 	exprs := dedupeExprs(append([]traceExpr{exprStart}, plan.traceExprs...))
+	if countsRows(exprs) {
+		inner.add(" LIMIT 1 BY trace_id, id")
+	}
+
 	rows := &sqlb{}
 	rows.add("SELECT trace_id, " + selectList(exprs) + " FROM (").sub(inner).add(") GROUP BY trace_id")
 	var having []string
@@ -263,6 +280,23 @@ func (s *Store) joinScoreCounts(rows *sqlb, columns, projectID string, traceIDs 
 	return joined.add("SELECT " + columns + ", sc_count FROM (").sub(rows).add(") AS rows ANY LEFT JOIN (").sub(counts).add(") AS joined USING " + keys)
 }
 
+// rowCountingExprs are the trace aggregates that a span stored twice would
+// change; the others (first, last, latest set, any) see the same value
+// twice, so traces read for them alone need no deduplication, the larger
+// part of their cost.
+var rowCountingExprs = []traceExpr{exprTotalCost, exprObsCount, exprTotalTokens, exprObsIDs, exprCreated, exprUpdated}
+
+func countsRows(exprs []traceExpr) bool {
+	for _, e := range exprs {
+		for _, c := range rowCountingExprs {
+			if e.alias == c.alias {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func aliases(exprs []traceExpr) string {
 	out := make([]string, len(exprs))
 	for i, e := range exprs {
@@ -276,10 +310,13 @@ func aliases(exprs []traceExpr) string {
 // cond, a condition over the score's value or string_value.
 func (s *Store) scoreSubject(v view, projectID, name string, having string, args ...any) (*sqlb, error) {
 	latest := &sqlb{}
-	latest.add("SELECT id, trace_id, observation_id, name, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
+	latest.add("SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
 		" WHERE project_id = ? AND name = ?"+s.andRetained(projectID, scoreDated)+" ORDER BY event_ts DESC LIMIT 1 BY id", projectID, name)
+	// Only the score tombstones: the rows this semi-join narrows leave out
+	// deleted traces already, and each tombstone check over every score of
+	// the name is a visible share of a list's time.
 	visible := &where{}
-	s.visibleScores(visible, projectID)
+	visible.add("(id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 	q := &sqlb{}
 	switch v.name {
 	case ViewTraces:

@@ -48,6 +48,10 @@ var migrations = []migration{
 		addColumn(deletedScoresTable, "purged", "UInt8"),
 	}},
 	{version: 5, steps: experimentColumns()},
+	{version: 6, steps: []step{
+		createTable(metricsDailyTable),
+		createTable(metricsDailyDaysTable),
+	}},
 }
 
 // experimentColumns are the steps that add the experiment runner's fields

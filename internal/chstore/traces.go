@@ -152,27 +152,22 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		return nil, 0, fmt.Errorf("%w: cannot order traces by %q", ErrInvalid, order.Field)
 	}
 
+	// The spans of a trace are read from a lookback before the window, to
+	// find where it starts, to as long after it; the filters, the order and
+	// the simple conditions all see the same spans.
 	rows := &where{}
 	rows.add("project_id = ?", f.ProjectID)
-	if f.From > 0 {
-		rows.add("start_time >= toDateTime(?)", f.From/1e6-int64(traceLookback/time.Second))
-	}
-	if f.To > 0 {
-		rows.add("start_time < toDateTime(?) AND start_time_us < ?", ceilSeconds(f.To), f.To)
-	}
+	cond, args := observationWindow(window{from: f.From, to: f.To}, int64(traceLookback/time.Microsecond))
+	rows.add(cond, args...)
 	s.notDeleted(rows, f.ProjectID, observationDated)
-	if len(f.Filters) > 0 {
-		cond, args, err := s.filteredKeys(ViewTraces, f.ProjectID, window{from: f.From, to: f.To}, f.Filters, "trace_id")
-		if err != nil {
-			return nil, 0, err
-		}
-		rows.add(cond, args...)
-	}
 
 	exprs := []traceExpr{exprStart, orderExpr}
 	having := &where{}
 	if f.From > 0 {
 		having.add("t_start >= ?", f.From)
+	}
+	if f.To > 0 {
+		having.add("t_start < ?", f.To)
 	}
 	for _, c := range []struct {
 		value string
@@ -191,53 +186,65 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 		exprs = append(exprs, exprEnvironment)
 		having.add("has(?, t_environment)", f.Environment)
 	}
-	grouped := fmt.Sprintf("SELECT trace_id, %s FROM %s WHERE %s GROUP BY trace_id",
-		selectList(dedupeExprs(exprs)), s.ddl.name(observationsTable), rows)
-	args := rows.args
+	// The structured filters join the same grouping: a score filter
+	// narrows the spans before they are grouped, the others test the
+	// trace aggregates they name.
+	plan := rowsPlan{}
+	for _, flt := range f.Filters {
+		cond, err := s.filterSQL(tracesView, f.ProjectID, flt, &plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		if fl := tracesView.fields[flt.Column]; fl.kind == kindScoreNumber || fl.kind == kindScoreCategory {
+			rows.add(cond.String(), cond.args...)
+		} else {
+			having.add(cond.String(), cond.args...)
+		}
+	}
+	exprs = dedupeExprs(append(exprs, plan.traceExprs...))
+	source := s.ddl.name(observationsTable) + " WHERE " + rows.String()
+	if countsRows(exprs) {
+		columns := traceMetricColumns
+		if plan.metadata {
+			columns += ", trace_metadata"
+		}
+		if plan.text {
+			columns += ", trace_input, trace_output"
+		}
+		source = "(SELECT " + columns + " FROM " + source + " LIMIT 1 BY trace_id, id)"
+	}
+	grouped := fmt.Sprintf("SELECT trace_id, %s FROM %s GROUP BY trace_id", selectList(exprs), source)
 	if len(having.conds) > 0 {
 		grouped += " HAVING " + having.String()
-		args = append(args, having.args...)
 	}
+	args = append(rows.args, having.args...)
 
-	dir := " ASC"
+	// The total and the page in one pass over the matching traces: each
+	// pass groups the window's spans by trace, which is most of the cost.
+	sortArray := "arraySort"
 	if order.Desc {
-		dir = " DESC"
+		sortArray = "arrayReverseSort"
 	}
 	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
-	page := "SELECT trace_id FROM (" + grouped + ") AS matching ORDER BY " + orderExpr.alias + dir + ", trace_id" + dir + " LIMIT ?, ?"
-
-	// The count and the page are independent scans; run them side by side.
-	var total uint64
-	counted := make(chan error, 1)
-	go func() {
-		counted <- s.query(ctx, "SELECT count() FROM ("+grouped+") AS matching", args,
-			func(r rowScanner) error { return r.Scan(&total) })
-	}()
-	traces, err := s.tracePage(ctx, f.ProjectID, page, append(args[:len(args):len(args)], offset, limit))
-	if countErr := <-counted; countErr != nil {
-		return nil, 0, fmt.Errorf("count traces: %w", countErr)
+	query := "SELECT count(), arrayMap(t -> t.2, arraySlice(" + sortArray + "(groupArray((" + orderExpr.alias + ", trace_id))), ?, ?)) FROM (" +
+		grouped + ") AS matching"
+	var (
+		total uint64
+		ids   []string
+	)
+	err := s.query(ctx, query, append([]any{offset + 1, limit}, args...), func(r rowScanner) error { return r.Scan(&total, &ids) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list traces: %w", err)
 	}
+	traces, err := s.tracePage(ctx, f.ProjectID, ids)
 	if err != nil {
 		return nil, 0, err
 	}
 	return traces, int(total), nil
 }
 
-// tracePage runs a query that selects trace ids and derives those traces, in
-// the query's order.
-func (s *Store) tracePage(ctx context.Context, projectID, query string, args []any) ([]Trace, error) {
-	var ids []string
-	err := s.query(ctx, query, args, func(r rowScanner) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list traces: %w", err)
-	}
+// tracePage derives the traces of ids, in that order.
+func (s *Store) tracePage(ctx context.Context, projectID string, ids []string) ([]Trace, error) {
 	if len(ids) == 0 {
 		return []Trace{}, nil
 	}
