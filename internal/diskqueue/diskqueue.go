@@ -1,6 +1,7 @@
 // Package diskqueue is a first-in first-out queue of byte records in
-// append-only segment files, for one consumer that takes records in large
-// batches and commits each batch once it is delivered.
+// append-only segment files, for one reader that takes records in large
+// batches, which may be delivered concurrently and are committed each once
+// delivered.
 //
 // It replaces a key-value store where each record would cost a transaction
 // to put, one to mark as read and one to delete: here an append is one
@@ -60,8 +61,8 @@ type Options struct {
 	Sync bool
 }
 
-// Queue is safe for concurrent Appends and one consumer calling Read and
-// Commit.
+// Queue is safe for concurrent Appends and Commits and one goroutine calling
+// Read.
 type Queue struct {
 	dir  string
 	opts Options
@@ -73,8 +74,11 @@ type Queue struct {
 	files    map[int64]*os.File
 	tail     *os.File // the segment being appended to, the last one
 	end      int64    // position after the last whole record
+	next     int64    // position of the first record not read
 	cursor   int64    // position of the first record not committed
 	cursorF  *os.File
+	// done holds batches committed out of order: start -> end.
+	done map[int64]int64
 
 	// appended wakes the consumer; it holds at most one signal.
 	appended chan struct{}
@@ -102,7 +106,7 @@ func Open(dir string, opts Options) (*Queue, error) {
 		lock.Close()
 		return nil, fmt.Errorf("diskqueue: %s is in use by another process: %w", dir, err)
 	}
-	q := &Queue{dir: dir, opts: opts, lock: lock, files: map[int64]*os.File{}, appended: make(chan struct{}, 1)}
+	q := &Queue{dir: dir, opts: opts, lock: lock, files: map[int64]*os.File{}, done: map[int64]int64{}, appended: make(chan struct{}, 1)}
 	if err := q.load(); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -155,6 +159,7 @@ func (q *Queue) load() error {
 	if q.cursor < q.segments[0] || q.cursor > q.end {
 		q.cursor = q.segments[0]
 	}
+	q.next = q.cursor
 	return q.dropCommitted()
 }
 
@@ -276,19 +281,20 @@ type Batch struct {
 	Bytes int64
 	// Corrupt counts the bytes skipped because they failed their checksum
 	// (damage on disk): the rest of the segment they were in.
-	Corrupt int64
-	end     int64
+	Corrupt    int64
+	start, end int64
 }
 
 // Read waits until records are queued, then until they add up to maxBytes
 // or linger has passed, and returns up to maxBytes of them (at least one,
-// however large) in buf's memory, from the oldest record not committed.
-// Until Commit, every Read starts from the same record.
+// however large) in buf's memory, from the oldest record not read. Records
+// read but not committed when the queue is closed are read again after the
+// next Open.
 func (q *Queue) Read(ctx context.Context, buf []byte, maxBytes int64, linger time.Duration) (Batch, []byte, error) {
 	var deadline <-chan time.Time
 	for {
 		q.mu.Lock()
-		closed, queued := q.closed, q.end-q.cursor
+		closed, queued := q.closed, q.end-q.next
 		q.mu.Unlock()
 		if closed {
 			return Batch{}, buf, ErrClosed
@@ -318,7 +324,7 @@ func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
 	if q.closed {
 		return Batch{}, buf, ErrClosed
 	}
-	b := Batch{end: q.cursor}
+	b := Batch{start: q.next, end: q.next}
 	var offsets []int64
 	buf = buf[:0]
 	for b.end < q.end {
@@ -339,6 +345,7 @@ func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
 		b.Bytes += headerSize + n
 		b.end += headerSize + n
 	}
+	q.next = b.end
 	for i, off := range offsets {
 		next := int64(len(buf))
 		if i+1 < len(offsets) {
@@ -411,7 +418,8 @@ func (q *Queue) file(base int64) (*os.File, error) {
 	return f, nil
 }
 
-// Commit marks b's records as delivered: no Read returns them again, and
+// Commit marks b's records as delivered. Once every batch read before it
+// is committed too, they are gone for good: the position is recorded, and
 // segments that hold only delivered records are deleted.
 func (q *Queue) Commit(b Batch) error {
 	q.mu.Lock()
@@ -419,8 +427,17 @@ func (q *Queue) Commit(b Batch) error {
 	if q.closed {
 		return ErrClosed
 	}
+	q.done[b.start] = b.end
+	cursor := q.cursor
+	for end, ok := q.done[cursor]; ok; end, ok = q.done[cursor] {
+		delete(q.done, cursor)
+		cursor = end
+	}
+	if cursor == q.cursor {
+		return nil
+	}
 	var rec [12]byte
-	binary.LittleEndian.PutUint64(rec[:8], uint64(b.end))
+	binary.LittleEndian.PutUint64(rec[:8], uint64(cursor))
 	binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[:8], castagnoli))
 	if _, err := q.cursorF.WriteAt(rec[:], 0); err != nil {
 		return fmt.Errorf("diskqueue: commit: %w", err)
@@ -430,7 +447,7 @@ func (q *Queue) Commit(b Batch) error {
 			return fmt.Errorf("diskqueue: commit: %w", err)
 		}
 	}
-	q.cursor = b.end
+	q.cursor = cursor
 	return q.dropCommitted()
 }
 
