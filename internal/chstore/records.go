@@ -363,7 +363,8 @@ func (s *Store) InsertObservationRecords(ctx context.Context, records [][]byte) 
 			return 0, fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
 		}
 	}
-	if c.rows == 0 {
+	rows := c.rows
+	if rows == 0 {
 		return 0, nil
 	}
 	cols := c.columns()
@@ -373,10 +374,14 @@ func (s *Store) InsertObservationRecords(ctx context.Context, records [][]byte) 
 				return fmt.Errorf("%w: column %s: %w", ErrInvalid, col.name, err)
 			}
 		}
+		// The driver holds its own copy now: let the garbage collector have
+		// the rows' headers while the insert is sent, its longest part.
+		c.reset()
+		clear(cols)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("insert %d observations: %w", c.rows, err)
+		return 0, fmt.Errorf("insert %d observations: %w", rows, err)
 	}
-	return c.rows, nil
+	return rows, nil
 }

@@ -326,6 +326,11 @@ func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
 	}
 	b := Batch{start: q.next, end: q.next}
 	var offsets []int64
+	// Sized once for a full batch, so that reading does not grow it record
+	// by record (a larger first record still grows it).
+	if int64(cap(buf)) < maxBytes {
+		buf = make([]byte, 0, min(maxBytes, q.end-q.next))
+	}
 	buf = buf[:0]
 	for b.end < q.end {
 		seg, segEnd := q.segmentAt(b.end)
