@@ -65,9 +65,9 @@ func appendObservation(b []byte, o *model.Observation) []byte {
 		b = appendString(b, t)
 	}
 	b = append(b, boolByte(o.Public))
-	for _, s := range [...]string{jsonObject(o.TraceMetadata), o.TraceInput, o.TraceOutput} {
-		b = appendString(b, s)
-	}
+	b = appendString(b, jsonObject(o.TraceMetadata))
+	b = appendCopy(b, o.TraceInput, o.Input)
+	b = appendCopy(b, o.TraceOutput, o.Output)
 	b = append(b, boolByte(o.IsRoot))
 	for _, s := range [...]string{o.ServiceName, o.ScopeName, o.ScopeVersion} {
 		b = appendString(b, s)
@@ -78,6 +78,22 @@ func appendObservation(b []byte, o *model.Observation) []byte {
 	}
 	return b
 }
+
+// appendCopy writes s, or only a mark when it equals same, an earlier field
+// of the row: a root span's input and output stand for its trace's, and
+// writing them twice would double what LLM spans cost on disk.
+func appendCopy(b []byte, s, same string) []byte {
+	if s != "" && s == same {
+		return append(b, fieldSame)
+	}
+	return appendString(append(b, fieldOwn), s)
+}
+
+// The marks appendCopy writes.
+const (
+	fieldOwn  = 0
+	fieldSame = 1
+)
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
@@ -252,8 +268,8 @@ func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
 	c.tags = append(c.tags, tags)
 	c.public = append(c.public, d.byte())
 	c.traceMetadata = append(c.traceMetadata, d.string())
-	c.traceInput = append(c.traceInput, d.string())
-	c.traceOutput = append(c.traceOutput, d.string())
+	c.traceInput = append(c.traceInput, d.copy(c.input[len(c.input)-1]))
+	c.traceOutput = append(c.traceOutput, d.copy(c.output[len(c.output)-1]))
 	c.isRoot = append(c.isRoot, d.byte())
 	c.serviceName = append(c.serviceName, d.string())
 	c.scopeName = append(c.scopeName, d.string())
@@ -328,6 +344,21 @@ func (d *recordReader) float() float64 {
 	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 	d.b = d.b[8:]
 	return v
+}
+
+// copy reads what appendCopy wrote, given the earlier field.
+func (d *recordReader) copy(same string) string {
+	switch d.byte() {
+	case fieldOwn:
+		return d.string()
+	case fieldSame:
+		return same
+	}
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: unknown field mark", errRecord)
+	}
+	d.b = nil
+	return ""
 }
 
 // string returns the next string without copying it: the insert copies it

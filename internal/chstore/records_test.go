@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,7 @@ func recordObservations() []model.Observation {
 		SampleRate: 0.25,
 		Experiment: model.Experiment{ID: "e", Name: "en", DatasetID: "d", ItemID: "i", ItemRootID: "r",
 			Description: "desc", Metadata: "{}", ItemMetadata: `{"k":1}`, ItemExpectedOutput: `"x"`},
-	}, {ProjectID: "p", TraceID: "t2", ID: "s2"}}
+	}, {ProjectID: "p", TraceID: "t2", ID: "s2", Input: "same", Output: "out", TraceInput: "same", TraceOutput: "out2"}}
 }
 
 func TestRecordDecodesIntoEveryColumn(t *testing.T) {
@@ -48,7 +49,7 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"start_time": []int64{1_764_000_000, 0}, "start_time_us": []int64{1_764_000_000_123_456, 0},
 		"end_time_us": []int64{1_764_000_001_000_000, 0}, "completion_start_time_us": []int64{1_764_000_000_500_000, 0},
 		"level": []string{"WARNING", ""}, "status_message": []string{"slow", ""},
-		"input": []string{`{"q":"ünïcode"}`, ""}, "output": []string{"plain", ""},
+		"input": []string{`{"q":"ünïcode"}`, "same"}, "output": []string{"plain", "out"},
 		"metadata": []string{"{}", "{}"}, "model": []string{"gpt-4o", ""}, "model_parameters": []string{`{"temperature":0}`, ""},
 		"usage_keys": [][]string{{"input", "output"}, {}}, "usage_values": [][]int64{{12, 7}, {}},
 		"cost_keys": [][]string{{"input", "output"}, {}}, "cost_values": [][]float64{{0.25, 0.5}, {}},
@@ -56,7 +57,7 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"environment": []string{"prod", ""}, "release": []string{"r1", ""}, "version": []string{"v2", ""},
 		"trace_name": []string{"t", ""}, "user_id": []string{"u", ""}, "session_id": []string{"s", ""},
 		"tags": [][]string{{"b", "a"}, {}}, "public": []uint8{1, 0}, "trace_metadata": []string{"{}", "{}"},
-		"trace_input": []string{"ti", ""}, "trace_output": []string{"to", ""}, "is_root": []uint8{1, 0},
+		"trace_input": []string{"ti", "same"}, "trace_output": []string{"to", "out2"}, "is_root": []uint8{1, 0},
 		"service_name": []string{"svc", ""}, "scope_name": []string{"sc", ""}, "scope_version": []string{"1", ""},
 		"sample_rate": []float64{0.25, 0}, "event_ts": []uint64{42, 42},
 		"experiment_id": []string{"e", ""}, "experiment_name": []string{"en", ""}, "experiment_dataset_id": []string{"d", ""},
@@ -101,4 +102,15 @@ func FuzzRecordDecode(f *testing.F) {
 			assert.Equal(t, c.rows, reflect.ValueOf(col.values).Len(), col.name)
 		}
 	})
+}
+
+func TestARootSpansTraceInputIsWrittenOnce(t *testing.T) {
+	io := strings.Repeat("a long prompt ", 100)
+	root := model.Observation{ProjectID: "p", TraceID: "t", ID: "s", IsRoot: true, Input: io, Output: io, TraceInput: io, TraceOutput: io}
+	rec := AppendObservationRecord(nil, []model.Observation{root})
+	assert.Less(t, len(rec), 2*len(io)+200, "input and output once each")
+	var c observationBatch
+	require.NoError(t, c.decode(rec, 1))
+	assert.Equal(t, []string{io}, c.traceInput)
+	assert.Equal(t, []string{io}, c.traceOutput)
 }
