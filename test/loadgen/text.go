@@ -36,9 +36,9 @@ after first also made then most over like did should such where your much throug
 those well because being how under very while same here both why back still during without however again`)
 
 var (
-	onsets = strings.Fields("b c d f g h j k l m n p r s t v w y z br cr dr fr gr pr tr st sp sl ch sh th wh pl cl bl gl sc sk sm sn qu b c d l m n p r s t")
-	nuclei = strings.Fields("a e i o u a e i o u a e i o ea ou ai io ee oo ie y")
-	codas  = []string{"", "", "", "", "", "n", "r", "s", "t", "l", "nd", "st", "ng", "ck", "m", "rt", "ct", "x", "n", "r", "s", "t"}
+	onsets  = strings.Fields("b c d f g h j k l m n p r s t v w y z br cr dr fr gr pr tr st sp sl ch sh th wh pl cl bl gl sc sk sm sn qu b c d l m n p r s t")
+	nuclei  = strings.Fields("a e i o u a e i o u a e i o ea ou ai io ee oo ie y")
+	codas   = []string{"", "", "", "", "", "n", "r", "s", "t", "l", "nd", "st", "ng", "ck", "m", "rt", "ct", "x", "n", "r", "s", "t"}
 	endings = []string{"", "", "", "", "", "", "ing", "ed", "tion", "ly", "er", "ment", "ness", "able", "s", "es", "al", "ive"}
 )
 
