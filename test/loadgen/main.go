@@ -26,11 +26,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -66,6 +68,8 @@ type result struct {
 	ClickHouseCPUSeconds       float64 `json:"clickhouse_cpu_s,omitempty"`
 	ClickHouseCPUMergedSeconds float64 `json:"clickhouse_cpu_merged_s,omitempty"`
 	MergesSettledSeconds       float64 `json:"merges_settled_seconds,omitempty"`
+	// Error says why the run failed; the figures above are then partial.
+	Error string `json:"error,omitempty"`
 }
 
 func main() {
@@ -85,6 +89,7 @@ func main() {
 	storeTimeout := flag.Duration("store-timeout", 5*time.Minute, "how long to wait for the spans to be stored")
 	collectorPID := flag.Int("collector-pid", 0, "report this process's CPU time over the run")
 	clickhousePID := flag.Int("clickhouse-pid", 0, "report this process's CPU time over the run, merges included (with -clickhouse-dsn)")
+	readyFile := flag.String("ready-file", "", "created when the requests are built and sending starts")
 	flag.Parse()
 
 	if *mix != "agent" && *mix != "generation" {
@@ -95,13 +100,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-batch and -workers must be positive")
 		os.Exit(2)
 	}
+	// SIGTERM or Ctrl-C ends the sending early; the run is then measured
+	// and waited for as if its duration had passed.
+	sig, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stopSig()
 	pool, ratio, err := buildPool(*mix, *batch, *poolBytes<<20, *seed)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build requests:", err)
 		os.Exit(1)
 	}
+	if *readyFile != "" {
+		if err := os.WriteFile(*readyFile, nil, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	w := watch{collector: *collectorPID, clickhouse: *clickhousePID}
-	res, start, err := run(pool, *url, *user, *pass, *duration, *workers, *rate, &w)
+	res, start, err := run(sig, pool, *url, *user, *pass, *duration, *workers, *rate, &w)
 	res.Mix, res.PoolRequests, res.TextGzipRatio, res.RateTarget = *mix, len(pool), ratio, *rate
 	if err == nil && *chDSN != "" {
 		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase, QueryTimeout: time.Minute}, *project, *storeTimeout)
@@ -113,10 +128,13 @@ func main() {
 		err = w.merged(&res, start, *chDSN)
 	}
 	if err != nil {
+		res.Error = err.Error()
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
 
 // buildPool encodes about poolBytes of distinct requests (4 to 256 of them)
@@ -146,7 +164,7 @@ func buildPool(mix string, batch, poolBytes int, seed uint64) ([]request, float6
 	return pool, gzipRatio(texts), nil
 }
 
-func run(pool []request, url, user, pass string, duration time.Duration, workers int, rate float64, w *watch) (result, time.Time, error) {
+func run(parent context.Context, pool []request, url, user, pass string, duration time.Duration, workers int, rate float64, w *watch) (result, time.Time, error) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	var x ids
 	var prefix [10]byte
@@ -172,7 +190,7 @@ func run(pool []request, url, user, pass string, duration time.Duration, workers
 		return result{}, time.Time{}, err
 	}
 	start := time.Now()
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(duration))
+	ctx, cancel := context.WithDeadline(parent, start.Add(duration))
 	defer cancel()
 	maxLen := 0
 	for _, r := range pool {
@@ -308,6 +326,7 @@ func waitStored(res *result, start time.Time, cfg chstore.Config, project string
 		}
 		select {
 		case <-ctx.Done():
+			res.StoredSpans = stored
 			return fmt.Errorf("only %d of %d spans stored after %s (last read error: %w)", stored, res.Spans, timeout, lastErr)
 		case <-time.After(100 * time.Millisecond):
 		}
