@@ -20,7 +20,8 @@
 #
 # env: BENCH_DURATION (20s) of each load, BENCH_WORKERS (8), BENCH_BATCH (200 spans a request),
 #      BENCH_OUTAGE (60s) ClickHouse stays down under load, BENCH_BASELINE_REV (aaab77e) today's pipeline,
-#      BENCH_SKIP_INGEST=1, BENCH_SKIP_READ=1 (skips reads, metrics and UI)
+#      BENCH_SKIP_INGEST=1, BENCH_SKIP_READ=1 (skips reads, metrics and UI),
+#      BENCH_RESULTS=FILE keeps the ingestion runs' raw results (JSON lines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -304,6 +305,8 @@ for (const r of rows.filter((r) => r.disk_bytes)) {
   console.log(`| ${r.mix} | ${names[r.run]} | ${round(r.disk_bytes / r.rows)} | ${round(r.uncompressed_bytes / r.rows)} |`);
 }
 JS
+
+if [ -n "${BENCH_RESULTS:-}" ]; then cp "$results" "$BENCH_RESULTS"; fi
 
 echo
 echo "## Where the time goes (new pipeline, agent mix at half its throughput, ${profile_s} s CPU profile)"
