@@ -141,81 +141,99 @@ func (e *chExporter) enqueue(ctx context.Context, td ptrace.Traces) error {
 	return nil
 }
 
-// consume reads the disk queue in batches and inserts them, consumers at
-// a time, until ctx ends, so that the next batch is decoded and sent while
-// ClickHouse writes the last one. A batch is committed once ClickHouse has
-// it; failures are retried with back-off, so the queue holds the backlog of
-// an outage. Memory holds at most consumers+1 batches.
+// consume runs the disk queue's consumers until ctx ends.
 func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
-	type read struct {
-		batch diskqueue.Batch
-		buf   []byte
-	}
-	reads := make(chan read)
-	free := make(chan []byte, cfg.Consumers+1)
-	for range cfg.Consumers + 1 {
-		free <- nil
-	}
-	var inserters sync.WaitGroup
+	var consumers sync.WaitGroup
 	for range cfg.Consumers {
-		inserters.Go(func() {
-			for r := range reads {
-				if !e.insertRecords(ctx, r.batch.Records) {
-					return // shutting down: the batch stays queued
-				}
-				if err := e.queue.Commit(r.batch); err != nil {
-					e.logger.Error("Cannot record a delivered batch; it will be inserted again after a restart", zap.Error(err))
-				}
-				free <- r.buf
-			}
-		})
+		consumers.Go(func() { e.insertLoop(ctx, cfg) })
 	}
-	defer func() {
-		close(reads)
-		inserters.Wait()
-	}()
-	for {
-		var r read
-		select {
-		case r.buf = <-free:
-		case <-ctx.Done():
-			return
-		}
+	consumers.Wait()
+}
+
+// insertLoop delivers the queue's records in inserts that each last about
+// flush_interval: it waits for a first batch, then sends it and every
+// batch that is queued within the interval as blocks of one insert, so that
+// ClickHouse writes few large parts while the collector holds one batch.
+// The batches are committed once the insert succeeded.
+func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
+	var buf []byte
+	read := func(wait bool) (diskqueue.Batch, error) {
+		var b diskqueue.Batch
 		var err error
-		if r.batch, r.buf, err = e.queue.Read(ctx, r.buf, cfg.BatchBytes, cfg.FlushInterval); err != nil {
+		if wait {
+			b, buf, err = e.queue.Read(ctx, buf, cfg.BatchBytes, cfg.FlushInterval)
+		} else {
+			b, buf, err = e.queue.ReadNow(buf, cfg.BatchBytes)
+		}
+		if b.Corrupt > 0 {
+			e.corrupt.Add(ctx, b.Corrupt)
+			e.logger.Error("Disk queue data failed its checksum and was skipped", zap.Int64("bytes", b.Corrupt))
+		}
+		return b, err
+	}
+	for {
+		first, err := read(true)
+		if err != nil {
 			return // the exporter is shutting down
 		}
-		if r.batch.Corrupt > 0 {
-			e.corrupt.Add(ctx, r.batch.Corrupt)
-			e.logger.Error("Disk queue data failed its checksum and was skipped", zap.Int64("bytes", r.batch.Corrupt))
-		}
-		select {
-		case reads <- r:
-		case <-ctx.Done():
+		window := []diskqueue.Batch{first}
+		start := time.Now()
+		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
+			if time.Since(start) >= cfg.FlushInterval {
+				return diskqueue.Batch{}, false
+			}
+			b, err := read(false)
+			if err != nil {
+				return b, false
+			}
+			if len(b.Records) > 0 || b.Corrupt > 0 {
+				window = append(window, b) // committed with the rest, skipped data too
+			}
+			return b, len(b.Records) > 0
+		})
+		if err != nil && !e.retryWindow(ctx, window, err, &buf) {
 			return
+		}
+		for _, b := range window {
+			if err := e.queue.Commit(b); err != nil {
+				e.logger.Error("Cannot record a delivered batch; it will be inserted again after a restart", zap.Error(err))
+			}
 		}
 	}
 }
 
-// insertRecords inserts records until ClickHouse takes them or ctx ends,
-// and reports whether it did. Records whose rows ClickHouse refuses are
-// dropped, one by one, so that they do not hold up the rest.
-func (e *chExporter) insertRecords(ctx context.Context, records [][]byte) bool {
+// insertWindow sends first and then the batches more returns, as blocks of
+// one insert.
+func (e *chExporter) insertWindow(ctx context.Context, first diskqueue.Batch, more func() (diskqueue.Batch, bool)) error {
+	began := time.Now()
+	ins, err := e.store.BeginObservationInsert(ctx)
+	if err != nil {
+		return e.count(ctx, err)
+	}
+	defer ins.Close()
+	b, ok := first, true
+	for ; ok; b, ok = more() {
+		if err := ins.Add(b.Records); err != nil {
+			return e.count(ctx, err)
+		}
+	}
+	n, err := ins.Send()
+	if err != nil {
+		return e.count(ctx, err)
+	}
+	e.duration.Record(ctx, time.Since(began).Seconds())
+	e.rows.Add(ctx, int64(n))
+	return nil
+}
+
+// retryWindow delivers the batches of a failed insert again, read back from
+// the queue, until ClickHouse takes them or ctx ends, and reports whether it
+// did. When ClickHouse refuses rows, the records go one by one and only
+// those it refuses are dropped.
+func (e *chExporter) retryWindow(ctx context.Context, window []diskqueue.Batch, err error, buf *[]byte) bool {
 	for attempt := 0; ; attempt++ {
-		err := e.insert(ctx, records)
-		switch {
-		case err == nil:
-			return true
-		case chstore.Permanent(err) && len(records) > 1:
-			for _, r := range records {
-				if !e.insertRecords(ctx, [][]byte{r}) {
-					return false
-				}
-			}
-			return true
-		case chstore.Permanent(err):
-			e.logger.Error("ClickHouse refused a queued record; dropping it", zap.Error(err))
-			return true
+		if chstore.Permanent(err) {
+			return e.insertEachRecord(ctx, window, buf)
 		}
 		e.logger.Info("Insert failed; retrying", zap.Error(err), zap.Int("attempt", attempt+1))
 		select {
@@ -223,19 +241,62 @@ func (e *chExporter) insertRecords(ctx context.Context, records [][]byte) bool {
 			return false
 		case <-time.After(e.backoff(attempt)):
 		}
+		i := 0
+		var reread error
+		err = e.insertWindow(ctx, diskqueue.Batch{}, func() (diskqueue.Batch, bool) {
+			if i == len(window) || reread != nil {
+				return diskqueue.Batch{}, false
+			}
+			var b diskqueue.Batch
+			b, *buf, reread = e.queue.Reread(window[i], *buf)
+			i++
+			return b, reread == nil
+		})
+		if reread != nil {
+			return false // the queue is closing: the window stays queued
+		}
+		if err == nil {
+			return true
+		}
 	}
 }
 
-func (e *chExporter) insert(ctx context.Context, records [][]byte) error {
-	start := time.Now()
-	n, err := e.store.InsertObservationRecords(ctx, records)
-	e.duration.Record(ctx, time.Since(start).Seconds())
-	switch {
-	case err == nil:
-		e.rows.Add(ctx, int64(n))
-	case chstore.Permanent(err):
+// insertEachRecord inserts the window's records one at a time, dropping
+// those ClickHouse refuses, and reports whether it got through before ctx
+// ended.
+func (e *chExporter) insertEachRecord(ctx context.Context, window []diskqueue.Batch, buf *[]byte) bool {
+	for _, w := range window {
+		var b diskqueue.Batch
+		var err error
+		if b, *buf, err = e.queue.Reread(w, *buf); err != nil {
+			return false
+		}
+		for _, rec := range b.Records {
+			for attempt := 0; ; attempt++ {
+				err := e.insertWindow(ctx, diskqueue.Batch{Records: [][]byte{rec}}, func() (diskqueue.Batch, bool) { return diskqueue.Batch{}, false })
+				if err == nil {
+					break
+				}
+				if chstore.Permanent(err) {
+					e.logger.Error("ClickHouse refused a queued record; dropping it", zap.Error(err))
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return false
+				case <-time.After(e.backoff(attempt)):
+				}
+			}
+		}
+	}
+	return true
+}
+
+// count records a failed insert by whether it can be retried.
+func (e *chExporter) count(ctx context.Context, err error) error {
+	if chstore.Permanent(err) {
 		e.failures.Add(ctx, 1, e.permanent)
-	default:
+	} else {
 		e.failures.Add(ctx, 1, e.retryable)
 	}
 	return err

@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/diskqueue"
@@ -153,6 +154,7 @@ func TestQueueSurvivesOutage(t *testing.T) {
 				// The queue is found again by the exporter's id, as after a collector restart.
 				set := exportertest.NewNopSettings(Type)
 				set.ID = component.NewIDWithName(Type, "outage")
+				set.Logger = zaptest.NewLogger(t)
 				exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 				require.NoError(t, err)
 				return exp, host

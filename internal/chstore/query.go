@@ -83,6 +83,20 @@ func (s *Store) insert(ctx context.Context, table string, columns []string, n in
 
 // insertColumns sends one batch INSERT with an explicit column list, filled
 // by fill.
+func (s *Store) insertColumns(ctx context.Context, table string, columns []string, fill func(driver.Batch) error) error {
+	batch, detach, err := s.prepareInsert(ctx, table, columns)
+	if err != nil {
+		return err
+	}
+	defer detach()
+	defer batch.Close()
+	if err := fill(batch); err != nil {
+		return err
+	}
+	return unavailable(batch.Send())
+}
+
+// prepareInsert starts a batch INSERT; the caller calls detach when done.
 //
 // clickhouse-go's batch Send closes its connection when the batch context
 // ends, from a goroutine that can notice the end only after Send has handed
@@ -90,17 +104,13 @@ func (s *Store) insert(ctx context.Context, table string, columns []string, n in
 // the driver gets a context detached from the caller's that ends only at its
 // deadline, long after that goroutine is gone; the caller's cancellation still
 // reaches it while the insert runs.
-func (s *Store) insertColumns(ctx context.Context, table string, columns []string, fill func(driver.Batch) error) error {
+func (s *Store) prepareInsert(ctx context.Context, table string, columns []string) (driver.Batch, func() bool, error) {
 	batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 	detach := context.AfterFunc(ctx, cancel)
-	defer detach()
 	batch, err := s.conn.PrepareBatch(batchCtx, insertInto(table, columns))
 	if err != nil {
-		return fmt.Errorf("prepare insert: %w", unavailable(err))
+		detach()
+		return nil, nil, fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
-	defer batch.Close()
-	if err := fill(batch); err != nil {
-		return err
-	}
-	return unavailable(batch.Send())
+	return batch, detach, nil
 }

@@ -379,40 +379,79 @@ func (d *recordReader) string() string {
 }
 
 // InsertObservationRecords writes the observations of records in one insert
-// and returns how many rows it sent. Every row gets the same version, the
-// time of the call, so a record written again after a failure that did reach
-// the server collapses into one row on read.
+// and returns how many rows it sent.
 func (s *Store) InsertObservationRecords(ctx context.Context, records [][]byte) (int, error) {
-	c := s.batches.Get().(*observationBatch)
+	ins, err := s.BeginObservationInsert(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer ins.Close()
+	if err := ins.Add(records); err != nil {
+		return 0, err
+	}
+	return ins.Send()
+}
+
+// ObservationInsert is one INSERT into observations that takes records a
+// block at a time: each Add sends a block, and ClickHouse joins the blocks
+// of one insert into parts of up to a million rows, so that a long insert
+// makes few parts to merge while the client holds only one block. Every row
+// gets the same version, the insert's start, so a record written again after
+// a failure that did reach the server collapses into one row on read.
+type ObservationInsert struct {
+	s        *Store
+	batch    driver.Batch
+	detach   func() bool
+	storedAt uint64
+	rows     int
+}
+
+// BeginObservationInsert starts an insert; Send ends it, Close releases it.
+func (s *Store) BeginObservationInsert(ctx context.Context) (*ObservationInsert, error) {
+	batch, detach, err := s.prepareInsert(ctx, s.ddl.name(observationsTable), observationInsertColumns)
+	if err != nil {
+		return nil, err
+	}
+	return &ObservationInsert{s: s, batch: batch, detach: detach, storedAt: uint64(time.Now().UnixMicro())}, nil
+}
+
+// Add decodes records into the insert's columns and sends them as a block.
+func (ins *ObservationInsert) Add(records [][]byte) error {
+	c := ins.s.batches.Get().(*observationBatch)
 	defer func() {
 		c.reset()
-		s.batches.Put(c)
+		ins.s.batches.Put(c)
 	}()
-	storedAt := uint64(time.Now().UnixMicro())
 	for i, rec := range records {
-		if err := c.decode(rec, storedAt); err != nil {
-			return 0, fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
+		if err := c.decode(rec, ins.storedAt); err != nil {
+			return fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
 		}
 	}
-	rows := c.rows
-	if rows == 0 {
-		return 0, nil
-	}
-	cols := c.columns()
-	err := s.insertColumns(ctx, s.ddl.name(observationsTable), observationInsertColumns, func(b driver.Batch) error {
-		for i, col := range cols {
-			if err := b.Column(i).Append(col.values); err != nil {
-				return fmt.Errorf("%w: column %s: %w", ErrInvalid, col.name, err)
-			}
-		}
-		// The driver holds its own copy now: let the garbage collector have
-		// the rows' headers while the insert is sent, its longest part.
-		c.reset()
-		clear(cols)
+	if c.rows == 0 {
 		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("insert %d observations: %w", rows, err)
 	}
-	return rows, nil
+	for i, col := range c.columns() {
+		if err := ins.batch.Column(i).Append(col.values); err != nil {
+			return fmt.Errorf("%w: column %s: %w", ErrInvalid, col.name, err)
+		}
+	}
+	ins.rows += c.rows
+	if err := ins.batch.Flush(); err != nil {
+		return fmt.Errorf("insert %d observations: %w", c.rows, unavailable(err))
+	}
+	return nil
+}
+
+// Send ends the insert and returns how many rows it wrote.
+func (ins *ObservationInsert) Send() (int, error) {
+	if err := ins.batch.Send(); err != nil {
+		return 0, fmt.Errorf("insert %d observations: %w", ins.rows, unavailable(err))
+	}
+	return ins.rows, nil
+}
+
+// Close releases the insert; one not sent is abandoned.
+func (ins *ObservationInsert) Close() {
+	_ = ins.batch.Close()
+	ins.detach()
 }

@@ -1,7 +1,6 @@
 // Package diskqueue is a first-in first-out queue of byte records in
-// append-only segment files, for one reader that takes records in large
-// batches, which may be delivered concurrently and are committed each once
-// delivered.
+// append-only segment files, for readers that take records in large batches
+// and commit each batch once delivered, in any order.
 //
 // It replaces a key-value store where each record would cost a transaction
 // to put, one to mark as read and one to delete: here an append is one
@@ -61,8 +60,7 @@ type Options struct {
 	Sync bool
 }
 
-// Queue is safe for concurrent Appends and Commits and one goroutine calling
-// Read.
+// Queue is safe for concurrent use.
 type Queue struct {
 	dir  string
 	opts Options
@@ -80,7 +78,8 @@ type Queue struct {
 	// done holds batches committed out of order: start -> end.
 	done map[int64]int64
 
-	// appended wakes the consumer; it holds at most one signal.
+	// appended is closed, and replaced, by each Append: it wakes every
+	// waiting reader.
 	appended chan struct{}
 }
 
@@ -106,7 +105,7 @@ func Open(dir string, opts Options) (*Queue, error) {
 		lock.Close()
 		return nil, fmt.Errorf("diskqueue: %s is in use by another process: %w", dir, err)
 	}
-	q := &Queue{dir: dir, opts: opts, lock: lock, files: map[int64]*os.File{}, done: map[int64]int64{}, appended: make(chan struct{}, 1)}
+	q := &Queue{dir: dir, opts: opts, lock: lock, files: map[int64]*os.File{}, done: map[int64]int64{}, appended: make(chan struct{})}
 	if err := q.load(); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -233,10 +232,8 @@ func (q *Queue) Append(rec []byte) error {
 		return err
 	}
 	q.end += size
-	select {
-	case q.appended <- struct{}{}:
-	default:
-	}
+	close(q.appended)
+	q.appended = make(chan struct{})
 	return nil
 }
 
@@ -294,7 +291,7 @@ func (q *Queue) Read(ctx context.Context, buf []byte, maxBytes int64, linger tim
 	var deadline <-chan time.Time
 	for {
 		q.mu.Lock()
-		closed, queued := q.closed, q.end-q.next
+		closed, queued, appended := q.closed, q.end-q.next, q.appended
 		q.mu.Unlock()
 		if closed {
 			return Batch{}, buf, ErrClosed
@@ -310,12 +307,31 @@ func (q *Queue) Read(ctx context.Context, buf []byte, maxBytes int64, linger tim
 		select {
 		case <-ctx.Done():
 			return Batch{}, buf, ctx.Err()
-		case <-q.appended:
+		case <-appended:
 		case <-deadline:
 			return q.read(buf, maxBytes)
 		}
 	}
 	return q.read(buf, maxBytes)
+}
+
+// ReadNow is Read without waiting: an empty batch when nothing is queued.
+func (q *Queue) ReadNow(buf []byte, maxBytes int64) (Batch, []byte, error) {
+	return q.read(buf, maxBytes)
+}
+
+// Reread returns b's records again, in buf's memory, for a delivery to
+// repeat after its first try failed; b must not be committed.
+func (q *Queue) Reread(b Batch, buf []byte) (Batch, []byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return Batch{}, buf, ErrClosed
+	}
+	if b.start < q.cursor {
+		return Batch{}, buf, errors.New("diskqueue: batch already committed")
+	}
+	return q.readFrom(b.start, b.end, buf, b.end-b.start)
 }
 
 func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
@@ -324,15 +340,25 @@ func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
 	if q.closed {
 		return Batch{}, buf, ErrClosed
 	}
-	b := Batch{start: q.next, end: q.next}
+	b, buf, err := q.readFrom(q.next, q.end, buf, maxBytes)
+	if err == nil {
+		q.next = b.end
+	}
+	return b, buf, err
+}
+
+// readFrom reads the records from pos, before end, up to maxBytes of them
+// (at least one). q.mu is held.
+func (q *Queue) readFrom(pos, end int64, buf []byte, maxBytes int64) (Batch, []byte, error) {
+	b := Batch{start: pos, end: pos}
 	var offsets []int64
 	// Sized once for a full batch, so that reading does not grow it record
 	// by record (a larger first record still grows it).
 	if int64(cap(buf)) < maxBytes {
-		buf = make([]byte, 0, min(maxBytes, q.end-q.next))
+		buf = make([]byte, 0, min(maxBytes, end-pos))
 	}
 	buf = buf[:0]
-	for b.end < q.end {
+	for b.end < end {
 		seg, segEnd := q.segmentAt(b.end)
 		n, err := q.readRecord(seg, b.end, &buf, len(offsets) == 0, maxBytes-b.Bytes)
 		if errors.Is(err, errCorrupt) {
@@ -350,7 +376,6 @@ func (q *Queue) read(buf []byte, maxBytes int64) (Batch, []byte, error) {
 		b.Bytes += headerSize + n
 		b.end += headerSize + n
 	}
-	q.next = b.end
 	for i, off := range offsets {
 		next := int64(len(buf))
 		if i+1 < len(offsets) {

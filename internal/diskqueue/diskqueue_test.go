@@ -244,3 +244,55 @@ func TestCloseEndsAWaitingRead(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.ErrorIs(t, <-errc, ErrClosed)
 }
+
+func TestReadNowAndReread(t *testing.T) {
+	q := open(t, t.TempDir(), Options{})
+	b, _, err := q.ReadNow(nil, 100)
+	require.NoError(t, err)
+	assert.Empty(t, b.Records, "nothing queued: an empty batch at once")
+
+	for i := range 4 {
+		require.NoError(t, q.Append(fmt.Appendf(nil, "r%d", i)))
+	}
+	first, _, err := q.ReadNow(nil, 20)
+	require.NoError(t, err)
+	second, _, err := q.ReadNow(nil, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, second.Records, 2)
+
+	again, _, err := q.Reread(first, nil)
+	require.NoError(t, err)
+	assert.Equal(t, first.Records, again.Records, "the same records, for a retry")
+	assert.Equal(t, first.Bytes, again.Bytes)
+
+	require.NoError(t, q.Commit(first))
+	_, _, err = q.Reread(first, nil)
+	require.Error(t, err, "a committed batch is gone")
+	again, _, err = q.Reread(second, nil)
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{[]byte("r2"), []byte("r3")}, again.Records)
+}
+
+func TestEveryWaitingReaderWakesUp(t *testing.T) {
+	q := open(t, t.TempDir(), Options{})
+	got := make(chan int, 2)
+	for range 2 {
+		go func() {
+			b, _, err := q.Read(context.Background(), nil, 1, 0)
+			if err == nil {
+				got <- len(b.Records)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, q.Append([]byte("a")))
+	require.NoError(t, q.Append([]byte("b")))
+	for range 2 {
+		select {
+		case n := <-got:
+			assert.Equal(t, 1, n)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a reader was not woken")
+		}
+	}
+}
