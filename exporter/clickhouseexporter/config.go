@@ -78,10 +78,11 @@ type DiskQueueConfig struct {
 	// MaxBytes bounds the queued data on disk; beyond it the pipeline
 	// refuses new spans (the receiver answers 503 and clients retry).
 	MaxBytes int64 `mapstructure:"max_bytes"`
-	// BatchBytes is the size of queued data an insert takes at most.
+	// BatchBytes is the size of queued data read and sent as one block of
+	// an insert; it bounds the memory of each consumer.
 	BatchBytes int64 `mapstructure:"batch_bytes"`
-	// FlushInterval is how long a batch smaller than batch_bytes waits
-	// for more: ClickHouse does best with about one insert per second.
+	// FlushInterval is how long one insert takes blocks, and so how long a
+	// span waits at most: ClickHouse does best with few large inserts.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
 	// Consumers is how many inserts run at once: with two, the next batch
 	// is read and sent while ClickHouse writes the last one.

@@ -24,7 +24,7 @@ const (
 // full load), and batches that make ClickHouse's parts large.
 const (
 	defaultDiskQueueMaxBytes   = 1 << 30
-	defaultDiskQueueBatchBytes = 16 << 20
+	defaultDiskQueueBatchBytes = 4 << 20
 	defaultFlushInterval       = time.Second
 	defaultDiskQueueConsumers  = 2
 )
