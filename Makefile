@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build build-api run test test-unit test-topology bench lint fmt check-versions clean
+.PHONY: all build build-api run test test-unit test-topology bench lint vulncheck fmt check-versions clean
 
 all: build
 
@@ -37,6 +37,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	@lint=$$(. scripts/lib.sh && ensure_golangci_lint) && $$lint run ./...
+
+## vulncheck: govulncheck over every package; GLASSBOX_VULNDB=URL picks the database (default: built from golang.org/x/vulndb)
+vulncheck:
+	./scripts/vulncheck.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -19,6 +19,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 // Config configures the API server, standalone (YAML file) and embedded in
@@ -99,8 +100,8 @@ type PromptCompositionConfig struct {
 	_ struct{}
 }
 
-func (c PromptCompositionConfig) limits() controlplane.PromptLimits {
-	return controlplane.PromptLimits{MaxResolvedBytes: c.MaxResolvedBytes, MaxReferences: c.MaxReferences}
+func (c PromptCompositionConfig) limits() promptcompose.Limits {
+	return promptcompose.Limits{MaxResolvedBytes: c.MaxResolvedBytes, MaxReferences: c.MaxReferences}
 }
 
 // MediaConfig says where uploaded media are kept. Uploads go to signed URLs
@@ -160,8 +161,8 @@ func NewDefaultConfig() Config {
 	return Config{
 		Listen: DefaultListen,
 		ControlPlane: ControlPlaneConfig{DSN: DefaultControlPlaneDSN, PromptComposition: PromptCompositionConfig{
-			MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes,
-			MaxReferences:    controlplane.DefaultPromptMaxReferences,
+			MaxResolvedBytes: promptcompose.DefaultMaxResolvedBytes,
+			MaxReferences:    promptcompose.DefaultMaxReferences,
 		}},
 		ClickHouse: ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
 			RetentionInterval: DefaultRetentionInterval},

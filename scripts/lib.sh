@@ -38,6 +38,41 @@ ensure_golangci_lint() {
   echo "$gobin/golangci-lint"
 }
 
+# ensure_govulncheck installs the pinned govulncheck (make vulncheck) when it
+# is missing, from the Go module proxy, and prints its path.
+GOVULNCHECK_VERSION=v1.9.0
+ensure_govulncheck() {
+  local gobin
+  gobin=$(go env GOPATH)/bin
+  if [ ! -x "$gobin/govulncheck" ] || ! "$gobin/govulncheck" -version 2>/dev/null | grep -q "govulncheck@${GOVULNCHECK_VERSION}"; then
+    (cd / && GOFLAGS= go install "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION") >&2
+  fi
+  echo "$gobin/govulncheck"
+}
+
+# ensure_vulndb builds the Go vulnerability database in govulncheck's format
+# from a snapshot of golang.org/x/vulndb, which carries every report as OSV
+# JSON (data/osv) and the tool that indexes them (cmd/indexdb); both come
+# through the Go module proxy, for machines that cannot reach the database's
+# own server. GLASSBOX_VULNDB_VERSION picks the snapshot (default: the
+# newest). Prints the database's directory; each snapshot is built once.
+ensure_vulndb() {
+  local version=${GLASSBOX_VULNDB_VERSION:-latest} src out
+  if [ "$version" = latest ]; then
+    version=$(cd / && GOFLAGS= go list -m -f '{{.Version}}' golang.org/x/vulndb@latest)
+  fi
+  out=${XDG_CACHE_HOME:-$HOME/.cache}/glassbox/vulndb/$version
+  if [ ! -f "$out/index/db.json" ]; then
+    echo "building the vulnerability database from golang.org/x/vulndb@$version" >&2
+    src=$(cd / && GOFLAGS= go mod download -json "golang.org/x/vulndb@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    rm -rf "$out.tmp"
+    mkdir -p "$(dirname "$out")"
+    (cd / && GOFLAGS= go run "golang.org/x/vulndb/cmd/indexdb@$version" -vulns "$src/data/osv" -out "$out.tmp") >&2
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
 # ensure_node_modules DIR installs DIR's locked packages when the lockfile
 # changed. `npm install` rather than `npm ci`: chdb's lockfile records only this
 # platform's optional native package, which `npm ci` refuses as out of sync.

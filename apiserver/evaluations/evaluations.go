@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
@@ -38,10 +39,10 @@ type Store interface {
 	UpdateEvalRule(ctx context.Context, projectID, id string, u controlplane.EvalRuleUpdate) (controlplane.EvalRule, error)
 	DeleteEvalRule(ctx context.Context, projectID, id string) error
 
-	EnqueueBackfill(ctx context.Context, projectID, ruleID string, from, to time.Time) (controlplane.EvalJob, error)
-	GetEvalJob(ctx context.Context, projectID, id string) (controlplane.EvalJob, error)
-	ListEvalJobs(ctx context.Context, projectID string, f controlplane.EvalJobFilter) ([]controlplane.EvalJob, int, error)
-	RetryEvalJob(ctx context.Context, projectID, id string) (controlplane.EvalJob, error)
+	EnqueueBackfill(ctx context.Context, projectID, ruleID string, from, to time.Time) (evalqueue.Job, error)
+	GetEvalJob(ctx context.Context, projectID, id string) (evalqueue.Job, error)
+	ListEvalJobs(ctx context.Context, projectID string, f evalqueue.Filter) ([]evalqueue.Job, int, error)
+	RetryEvalJob(ctx context.Context, projectID, id string) (evalqueue.Job, error)
 	CountEvalJobs(ctx context.Context, projectID, ruleID, experimentID string) (map[string]int, error)
 
 	CreateExperiment(ctx context.Context, projectID string, n controlplane.NewExperiment) (controlplane.Experiment, error)

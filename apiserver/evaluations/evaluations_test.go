@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
@@ -313,7 +314,7 @@ func TestRuleAndJobRoutes(t *testing.T) {
 		map[string]any{"from": "2024-05-01T00:00:00Z", "to": "2024-05-02T00:00:00Z"}, http.StatusAccepted))
 	assert.Equal(t, "BACKFILL", job.Kind)
 	assert.Equal(t, "PENDING", job.Status)
-	var state controlplane.BackfillState
+	var state evalqueue.BackfillState
 	require.NoError(t, json.Unmarshal(job.State, &state))
 	assert.Equal(t, 1, state.Page)
 	call(t, f, http.MethodPost, "/api/public/evals/rules/"+rule.ID+"/backfill", f.a.ProjectAuth,

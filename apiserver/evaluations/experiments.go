@@ -6,6 +6,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 )
 
 // Experiment statuses, derived from the experiment's jobs.
@@ -134,7 +135,7 @@ func (h handlers) getExperiment(r *http.Request) (any, error) {
 
 func toExperiment(x controlplane.Experiment, counts map[string]int) Experiment {
 	status := ExperimentCompleted
-	if counts[controlplane.JobPending]+counts[controlplane.JobRunning] > 0 {
+	if counts[evalqueue.Pending]+counts[evalqueue.Running] > 0 {
 		status = ExperimentRunning
 	}
 	return Experiment{

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
-	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 )
 
 // Job is one unit of evaluation work and what became of it.
@@ -35,7 +35,7 @@ type Job struct {
 	UpdatedAt httpx.Timestamp `json:"updatedAt"`
 }
 
-var jobKinds = []string{controlplane.JobRule, controlplane.JobBackfill, controlplane.JobExperimentItem, controlplane.JobExperimentEval}
+var jobKinds = []string{evalqueue.KindRule, evalqueue.KindBackfill, evalqueue.KindExperimentItem, evalqueue.KindExperimentEval}
 
 func (h handlers) jobRoutes() []httpx.Route {
 	const base = "/api/public/evals/jobs"
@@ -73,11 +73,11 @@ func (h handlers) listJobs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	status, err := q.OneOf("status", controlplane.JobStatuses)
+	status, err := q.OneOf("status", evalqueue.Statuses)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.store.ListEvalJobs(r.Context(), httpx.ProjectID(r), controlplane.EvalJobFilter{
+	list, total, err := h.store.ListEvalJobs(r.Context(), httpx.ProjectID(r), evalqueue.Filter{
 		RuleID: q.String("ruleId"), ExperimentID: q.String("experimentId"), Kind: kind, Status: status,
 		TraceID: q.String("traceId"), Offset: page.Offset(), Limit: page.Limit,
 	})
@@ -107,7 +107,7 @@ func (h handlers) retryJob(r *http.Request) (any, error) {
 	return toJob(j), nil
 }
 
-func toJob(j controlplane.EvalJob) Job {
+func toJob(j evalqueue.Job) Job {
 	out := Job{
 		ID: j.ID, Kind: j.Kind, Status: j.Status, RuleID: httpx.OptionalString(j.RuleID),
 		ExperimentID: httpx.OptionalString(j.ExperimentID), EvaluatorID: httpx.OptionalString(j.EvaluatorID),
@@ -117,7 +117,7 @@ func toJob(j controlplane.EvalJob) Job {
 		ExecutionTraceID: httpx.OptionalString(j.ExecutionTraceID),
 		CreatedAt:        httpx.FromTime(j.CreatedAt), UpdatedAt: httpx.FromTime(j.UpdatedAt),
 	}
-	if j.Kind == controlplane.JobBackfill {
+	if j.Kind == evalqueue.KindBackfill {
 		out.State = httpx.JSON(j.State)
 	}
 	return out

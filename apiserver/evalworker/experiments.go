@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
 	"github.com/glassbox-dev/glassbox/internal/llm"
 )
@@ -16,7 +17,7 @@ import (
 const ExperimentEnvironment = "prompt-experiment"
 
 // loadExperiment returns a job's experiment, or a skip when it is gone.
-func (w *Worker) loadExperiment(ctx context.Context, job controlplane.EvalJob) (controlplane.Experiment, error) {
+func (w *Worker) loadExperiment(ctx context.Context, job evalqueue.Job) (controlplane.Experiment, error) {
 	x, err := w.cp.GetExperiment(ctx, job.ProjectID, job.ExperimentID)
 	if errors.Is(err, controlplane.ErrNotFound) {
 		return x, skipError{reason: "the experiment was deleted"}
@@ -27,29 +28,29 @@ func (w *Worker) loadExperiment(ctx context.Context, job controlplane.EvalJob) (
 // runExperimentItem runs the experiment's prompt on one dataset item,
 // records the call as the item's trace in the run, and queues the
 // experiment's evaluators on it. A retry writes the same trace ids again.
-func (w *Worker) runExperimentItem(ctx context.Context, job controlplane.EvalJob) (controlplane.JobOutcome, error) {
+func (w *Worker) runExperimentItem(ctx context.Context, job evalqueue.Job) (evalqueue.Outcome, error) {
 	x, err := w.loadExperiment(ctx, job)
 	if err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	item, err := w.cp.GetDatasetItem(ctx, job.ProjectID, job.DatasetItemID)
 	if errors.Is(err, controlplane.ErrNotFound) {
-		return controlplane.JobOutcome{}, skipError{reason: "the dataset item was deleted"}
+		return evalqueue.Outcome{}, skipError{reason: "the dataset item was deleted"}
 	}
 	if err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	prompt, err := w.cp.ResolvePrompt(ctx, job.ProjectID, x.PromptName, controlplane.PromptSelector{Version: x.PromptVersion})
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(fmt.Errorf("prompt %q version %d: %w", x.PromptName, x.PromptVersion, err))
+		return evalqueue.Outcome{}, permanent(fmt.Errorf("prompt %q version %d: %w", x.PromptName, x.PromptVersion, err))
 	}
 	messages, err := compilePrompt(prompt, itemVariables(item))
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(err)
+		return evalqueue.Outcome{}, permanent(err)
 	}
 	creds, err := w.cp.LLMCredentials(ctx, w.box, job.ProjectID, x.ConnectionID)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(fmt.Errorf("llm connection: %w", err))
+		return evalqueue.Outcome{}, permanent(fmt.Errorf("llm connection: %w", err))
 	}
 	config := map[string]any{}
 	if len(prompt.Config) > 0 {
@@ -60,11 +61,11 @@ func (w *Worker) runExperimentItem(ctx context.Context, job controlplane.EvalJob
 	promptParams, _ := json.Marshal(config)
 	modelName := cmpOr(x.Model, cmpOr(promptModel, creds.DefaultModel))
 	if modelName == "" {
-		return controlplane.JobOutcome{}, permanent(errors.New("no model: set one on the experiment, in the prompt's config or on the connection"))
+		return evalqueue.Outcome{}, permanent(errors.New("no model: set one on the experiment, in the prompt's config or on the connection"))
 	}
 	params, err := mergeParams(creds.DefaultParams, promptParams, x.ModelParams)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(err)
+		return evalqueue.Outcome{}, permanent(err)
 	}
 	_, traceID, err := w.complete(ctx, creds, llm.Request{Model: modelName, Messages: messages, Params: params}, generationInfo{
 		key: "experiment:" + x.ID + ":" + item.ID, name: x.RunName, environment: ExperimentEnvironment, projectID: job.ProjectID,
@@ -72,10 +73,10 @@ func (w *Worker) runExperimentItem(ctx context.Context, job controlplane.EvalJob
 		promptName: prompt.Name, promptVer: prompt.Version,
 	})
 	if err != nil {
-		return controlplane.JobOutcome{ExecutionTraceID: traceID}, err
+		return evalqueue.Outcome{ExecutionTraceID: traceID}, err
 	}
 	if traceID == "" {
-		return controlplane.JobOutcome{}, errors.New("the experiment's trace could not be stored")
+		return evalqueue.Outcome{}, errors.New("the experiment's trace could not be stored")
 	}
 	_, spanID := derivedIDs("experiment:" + x.ID + ":" + item.ID)
 	meta, _ := json.Marshal(map[string]any{"experimentId": x.ID, "prompt": map[string]any{"name": prompt.Name, "version": prompt.Version}})
@@ -84,13 +85,13 @@ func (w *Worker) runExperimentItem(ctx context.Context, job controlplane.EvalJob
 		DatasetItemID: item.ID, TraceID: traceID, ObservationID: spanID,
 	}); err != nil {
 		if errors.Is(err, controlplane.ErrNotFound) {
-			return controlplane.JobOutcome{}, skipError{reason: "the dataset item is no longer active"}
+			return evalqueue.Outcome{}, skipError{reason: "the dataset item is no longer active"}
 		}
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
-	out := controlplane.JobOutcome{Status: controlplane.JobSucceeded, TraceID: traceID, ExecutionTraceID: traceID}
+	out := evalqueue.Outcome{Status: evalqueue.Succeeded, TraceID: traceID, ExecutionTraceID: traceID}
 	for _, id := range x.EvaluatorIDs {
-		out.FollowUps = append(out.FollowUps, controlplane.NewEvalJob{Kind: controlplane.JobExperimentEval, ExperimentID: x.ID,
+		out.FollowUps = append(out.FollowUps, evalqueue.NewJob{Kind: evalqueue.KindExperimentEval, ExperimentID: x.ID,
 			EvaluatorID: id, TraceID: traceID, DatasetItemID: item.ID, Due: w.now()})
 	}
 	return out, nil
@@ -99,22 +100,22 @@ func (w *Worker) runExperimentItem(ctx context.Context, job controlplane.EvalJob
 // runExperimentEval scores the trace an experiment item produced. Its
 // target is the generation: input and output read the call, and
 // expected_output the dataset item.
-func (w *Worker) runExperimentEval(ctx context.Context, job controlplane.EvalJob) (controlplane.JobOutcome, error) {
+func (w *Worker) runExperimentEval(ctx context.Context, job evalqueue.Job) (evalqueue.Outcome, error) {
 	x, err := w.loadExperiment(ctx, job)
 	if err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	e, err := w.cp.GetEvaluator(ctx, job.ProjectID, job.EvaluatorID)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(fmt.Errorf("evaluator %q: %w", job.EvaluatorID, err))
+		return evalqueue.Outcome{}, permanent(fmt.Errorf("evaluator %q: %w", job.EvaluatorID, err))
 	}
 	vars, err := controlplane.ResolveVariables(e.NeededVariables(), e.Variables)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(err)
+		return evalqueue.Outcome{}, permanent(err)
 	}
 	trace, err := w.ch.GetTrace(ctx, job.ProjectID, job.TraceID)
 	if err != nil {
-		return controlplane.JobOutcome{}, notStoredYet("trace "+job.TraceID, err)
+		return evalqueue.Outcome{}, notStoredYet("trace "+job.TraceID, err)
 	}
 	ev := evaluation{
 		job: job, evaluator: e, variables: vars, data: traceData(trace),
@@ -134,10 +135,10 @@ func (w *Worker) runExperimentEval(ctx context.Context, job controlplane.EvalJob
 	case err == nil:
 		ev.data.DatasetItem = itemData(item)
 	case !errors.Is(err, controlplane.ErrNotFound):
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	score, exec, err := w.evaluate(ctx, ev, "experiment", x.ID, e.ID, job.DatasetItemID)
-	return controlplane.JobOutcome{Status: controlplane.JobSucceeded, ScoreID: score, ExecutionTraceID: exec}, err
+	return evalqueue.Outcome{Status: evalqueue.Succeeded, ScoreID: score, ExecutionTraceID: exec}, err
 }
 
 // itemVariables are the prompt variables of a dataset item: the keys of an

@@ -9,11 +9,12 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
 )
 
 // loadRule returns a job's rule, or a skip when it is gone or inactive.
-func (w *Worker) loadRule(ctx context.Context, job controlplane.EvalJob) (controlplane.EvalRule, error) {
+func (w *Worker) loadRule(ctx context.Context, job evalqueue.Job) (controlplane.EvalRule, error) {
 	rule, err := w.cp.GetEvalRule(ctx, job.ProjectID, job.RuleID)
 	switch {
 	case errors.Is(err, controlplane.ErrNotFound):
@@ -29,22 +30,22 @@ func (w *Worker) loadRule(ctx context.Context, job controlplane.EvalJob) (contro
 // runRule evaluates one trace or observation under its rule. The filter is
 // checked again on the stored data, which may have grown since the tap
 // judged the first span.
-func (w *Worker) runRule(ctx context.Context, job controlplane.EvalJob) (controlplane.JobOutcome, error) {
+func (w *Worker) runRule(ctx context.Context, job evalqueue.Job) (evalqueue.Outcome, error) {
 	rule, err := w.loadRule(ctx, job)
 	if err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	e, err := w.cp.GetEvaluator(ctx, job.ProjectID, rule.EvaluatorID)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(fmt.Errorf("evaluator of rule %q: %w", rule.Name, err))
+		return evalqueue.Outcome{}, permanent(fmt.Errorf("evaluator of rule %q: %w", rule.Name, err))
 	}
 	vars, err := controlplane.ResolveVariables(e.NeededVariables(), e.Variables, rule.Variables)
 	if err != nil {
-		return controlplane.JobOutcome{}, permanent(err)
+		return evalqueue.Outcome{}, permanent(err)
 	}
 	trace, err := w.ch.GetTrace(ctx, job.ProjectID, job.TraceID)
 	if err != nil {
-		return controlplane.JobOutcome{}, notStoredYet("trace "+job.TraceID, err)
+		return evalqueue.Outcome{}, notStoredYet("trace "+job.TraceID, err)
 	}
 	ev := evaluation{
 		job: job, evaluator: e, connectionID: rule.ConnectionID, variables: vars, data: traceData(trace),
@@ -62,11 +63,11 @@ func (w *Worker) runRule(ctx context.Context, job controlplane.EvalJob) (control
 			}
 		}
 		if !found {
-			return controlplane.JobOutcome{}, notStoredYet("observation "+job.ObservationID, chstore.ErrNotFound)
+			return evalqueue.Outcome{}, notStoredYet("observation "+job.ObservationID, chstore.ErrNotFound)
 		}
 	}
 	if !rule.Filter.Matches(&subject) {
-		return controlplane.JobOutcome{}, skipError{reason: "the stored " + rule.Target + " no longer matches the rule's filter"}
+		return evalqueue.Outcome{}, skipError{reason: "the stored " + rule.Target + " no longer matches the rule's filter"}
 	}
 	if needsDatasetItem(vars) {
 		item, err := w.cp.DatasetItemOfTrace(ctx, job.ProjectID, job.TraceID)
@@ -74,15 +75,15 @@ func (w *Worker) runRule(ctx context.Context, job controlplane.EvalJob) (control
 		case err == nil:
 			ev.data.DatasetItem = itemData(item)
 		case !errors.Is(err, controlplane.ErrNotFound):
-			return controlplane.JobOutcome{}, err
+			return evalqueue.Outcome{}, err
 		}
 	}
-	key := controlplane.TargetKey(controlplane.JobRule, job.TraceID, job.ObservationID, "", "")
+	key := evalqueue.TargetKey(evalqueue.KindRule, job.TraceID, job.ObservationID, "", "")
 	score, exec, err := w.evaluate(ctx, ev, "rule", rule.ID, key)
-	return controlplane.JobOutcome{Status: controlplane.JobSucceeded, ScoreID: score, ExecutionTraceID: exec}, err
+	return evalqueue.Outcome{Status: evalqueue.Succeeded, ScoreID: score, ExecutionTraceID: exec}, err
 }
 
-func targetOf(job controlplane.EvalJob) evaluator.WebhookTarget {
+func targetOf(job evalqueue.Job) evaluator.WebhookTarget {
 	return evaluator.WebhookTarget{ProjectID: job.ProjectID, TraceID: job.TraceID, ObservationID: job.ObservationID}
 }
 
@@ -95,14 +96,14 @@ func traceSubject(t chstore.Trace) evaljobs.Subject {
 // runBackfill reads one page of the window's stored traces (or
 // observations), queues jobs for those the rule selects, and comes back for
 // the next page until the window is done.
-func (w *Worker) runBackfill(ctx context.Context, job controlplane.EvalJob) (controlplane.JobOutcome, error) {
-	var state controlplane.BackfillState
+func (w *Worker) runBackfill(ctx context.Context, job evalqueue.Job) (evalqueue.Outcome, error) {
+	var state evalqueue.BackfillState
 	if err := json.Unmarshal(job.State, &state); err != nil || state.Page < 1 {
-		return controlplane.JobOutcome{}, permanent(fmt.Errorf("backfill state %s is malformed", job.State))
+		return evalqueue.Outcome{}, permanent(fmt.Errorf("backfill state %s is malformed", job.State))
 	}
 	rule, err := w.loadRule(ctx, job)
 	if err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	now := w.now()
 	var (
@@ -113,7 +114,7 @@ func (w *Worker) runBackfill(ctx context.Context, job controlplane.EvalJob) (con
 		traces, _, err := w.ch.ListTraces(ctx, chstore.TraceFilter{ProjectID: job.ProjectID, From: state.From, To: state.To,
 			OrderBy: chstore.TraceOrder{Field: chstore.TraceOrderTimestamp}, Page: state.Page, Limit: w.cfg.BackfillPageSize})
 		if err != nil {
-			return controlplane.JobOutcome{}, fmt.Errorf("read traces: %w", err)
+			return evalqueue.Outcome{}, fmt.Errorf("read traces: %w", err)
 		}
 		read = len(traces)
 		for _, t := range traces {
@@ -126,7 +127,7 @@ func (w *Worker) runBackfill(ctx context.Context, job controlplane.EvalJob) (con
 		page, err := w.ch.ListObservations(ctx, chstore.ObservationFilter{ProjectID: job.ProjectID, From: state.From, To: state.To,
 			Page: state.Page, Limit: w.cfg.BackfillPageSize})
 		if err != nil {
-			return controlplane.JobOutcome{}, fmt.Errorf("read observations: %w", err)
+			return evalqueue.Outcome{}, fmt.Errorf("read observations: %w", err)
 		}
 		read = len(page.Observations)
 		for i := range page.Observations {
@@ -138,15 +139,15 @@ func (w *Worker) runBackfill(ctx context.Context, job controlplane.EvalJob) (con
 		}
 	}
 	if err := w.cp.EnqueueEvalJobs(ctx, jobs); err != nil {
-		return controlplane.JobOutcome{}, err
+		return evalqueue.Outcome{}, err
 	}
 	state.Page++
 	state.Scanned += read
 	state.Enqueued += len(jobs)
 	next, _ := json.Marshal(state)
 	if read < w.cfg.BackfillPageSize {
-		return controlplane.JobOutcome{Status: controlplane.JobSucceeded, State: next}, nil
+		return evalqueue.Outcome{Status: evalqueue.Succeeded, State: next}, nil
 	}
 	// Progress is no failure: the next page does not use up an attempt.
-	return controlplane.JobOutcome{Status: controlplane.JobPending, Due: now, Refund: true, State: next}, nil
+	return evalqueue.Outcome{Status: evalqueue.Pending, Due: now, Refund: true, State: next}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/internal/egress"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/evaluator"
 	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/model"
@@ -46,7 +47,7 @@ func derivedIDs(key string) (traceID, spanID string) {
 
 // evaluation is one evaluator run over one target.
 type evaluation struct {
-	job          controlplane.EvalJob
+	job          evalqueue.Job
 	evaluator    controlplane.Evaluator
 	connectionID string
 	variables    []controlplane.VariableMapping

@@ -22,6 +22,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/llm"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
@@ -113,8 +114,8 @@ func (c Config) LLMHosts() (egress.Policy, error) {
 
 // ControlPlane is what the workers need of the control plane store.
 type ControlPlane interface {
-	ClaimEvalJobs(ctx context.Context, owner string, limit int, lease time.Duration) ([]controlplane.EvalJob, error)
-	FinishEvalJob(ctx context.Context, job controlplane.EvalJob, o controlplane.JobOutcome) error
+	ClaimEvalJobs(ctx context.Context, owner string, limit int, lease time.Duration) ([]evalqueue.Job, error)
+	FinishEvalJob(ctx context.Context, job evalqueue.Job, o evalqueue.Outcome) error
 	EnqueueEvalJobs(ctx context.Context, jobs []evaljobs.Job) error
 	PruneEvalJobs(ctx context.Context, cutoff time.Time) (int64, error)
 	GetEvalRule(ctx context.Context, projectID, id string) (controlplane.EvalRule, error)
@@ -161,7 +162,7 @@ type Worker struct {
 	semMu sync.Mutex
 	sems  map[string]chan struct{} // per LLM connection id
 
-	pool *workpool.Pool[controlplane.EvalJob]
+	pool *workpool.Pool[evalqueue.Job]
 }
 
 // New returns a worker over the stores; box opens LLM connection secrets
@@ -194,9 +195,9 @@ func New(cfg Config, cp ControlPlane, ch Traces, box *secretbox.Box, logger *zap
 		pricer:   pricing.NewPricer(builtin, pricing.DefaultCacheSize),
 		sems:     map[string]chan struct{}{},
 	}
-	w.pool = workpool.New(workpool.Config[controlplane.EvalJob]{
+	w.pool = workpool.New(workpool.Config[evalqueue.Job]{
 		Name: "evaluation jobs", Workers: cfg.Workers, PollInterval: cfg.PollInterval, Logger: logger,
-		Claim: func(ctx context.Context, n int) ([]controlplane.EvalJob, error) {
+		Claim: func(ctx context.Context, n int) ([]evalqueue.Job, error) {
 			return cp.ClaimEvalJobs(ctx, w.owner, n, cfg.Lease)
 		},
 		Run: w.run,
@@ -226,7 +227,7 @@ func (w *Worker) Stop() {
 }
 
 // run executes one job and records its outcome.
-func (w *Worker) run(ctx context.Context, job controlplane.EvalJob) {
+func (w *Worker) run(ctx context.Context, job evalqueue.Job) {
 	// Finish before the lease passes, so no other worker runs the job twice.
 	runCtx, cancel := context.WithTimeout(ctx, w.cfg.Lease-time.Minute/2)
 	o, err := w.execute(runCtx, job)
@@ -243,18 +244,18 @@ func (w *Worker) run(ctx context.Context, job controlplane.EvalJob) {
 	}
 }
 
-func (w *Worker) execute(ctx context.Context, job controlplane.EvalJob) (controlplane.JobOutcome, error) {
+func (w *Worker) execute(ctx context.Context, job evalqueue.Job) (evalqueue.Outcome, error) {
 	switch job.Kind {
-	case controlplane.JobRule:
+	case evalqueue.KindRule:
 		return w.runRule(ctx, job)
-	case controlplane.JobBackfill:
+	case evalqueue.KindBackfill:
 		return w.runBackfill(ctx, job)
-	case controlplane.JobExperimentItem:
+	case evalqueue.KindExperimentItem:
 		return w.runExperimentItem(ctx, job)
-	case controlplane.JobExperimentEval:
+	case evalqueue.KindExperimentEval:
 		return w.runExperimentEval(ctx, job)
 	}
-	return controlplane.JobOutcome{}, permanent(fmt.Errorf("unknown job kind %q", job.Kind))
+	return evalqueue.Outcome{}, permanent(fmt.Errorf("unknown job kind %q", job.Kind))
 }
 
 // Error classes of a run; anything unmarked is retried.
@@ -284,7 +285,7 @@ const (
 )
 
 // outcome turns a run's result into what the queue records.
-func (w *Worker) outcome(ctx context.Context, job controlplane.EvalJob, o controlplane.JobOutcome, err error) controlplane.JobOutcome {
+func (w *Worker) outcome(ctx context.Context, job evalqueue.Job, o evalqueue.Outcome, err error) evalqueue.Outcome {
 	var (
 		perm permanentError
 		skip skipError
@@ -294,20 +295,20 @@ func (w *Worker) outcome(ctx context.Context, job controlplane.EvalJob, o contro
 	case err == nil:
 		return o
 	case errors.As(err, &skip):
-		return controlplane.JobOutcome{Status: controlplane.JobSkipped, Error: skip.reason}
+		return evalqueue.Outcome{Status: evalqueue.Skipped, Error: skip.reason}
 	case errors.Is(err, errNoCapacity):
-		return controlplane.JobOutcome{Status: controlplane.JobPending, Due: now.Add(noCapacityDelay), Refund: true}
+		return evalqueue.Outcome{Status: evalqueue.Pending, Due: now.Add(noCapacityDelay), Refund: true}
 	case ctx.Err() != nil:
 		// The worker is stopping: the job runs again elsewhere, attempt refunded.
-		return controlplane.JobOutcome{Status: controlplane.JobPending, Due: now, Refund: true, Error: "interrupted by shutdown"}
+		return evalqueue.Outcome{Status: evalqueue.Pending, Due: now, Refund: true, Error: "interrupted by shutdown"}
 	case errors.As(err, &perm):
-		return controlplane.JobOutcome{Status: controlplane.JobFailed, Error: err.Error()}
+		return evalqueue.Outcome{Status: evalqueue.Failed, Error: err.Error()}
 	case job.Attempts >= w.cfg.MaxAttempts:
-		return controlplane.JobOutcome{Status: controlplane.JobFailed,
+		return evalqueue.Outcome{Status: evalqueue.Failed,
 			Error: fmt.Sprintf("gave up after %d attempts: %v", job.Attempts, err)}
 	}
 	_, wait := llm.Retryable(err)
-	return controlplane.JobOutcome{Status: controlplane.JobPending, Due: now.Add(max(wait, w.backoff(job.Attempts))), Error: err.Error()}
+	return evalqueue.Outcome{Status: evalqueue.Pending, Due: now.Add(max(wait, w.backoff(job.Attempts))), Error: err.Error()}
 }
 
 // backoff is the pause after the given number of attempts: doubling from

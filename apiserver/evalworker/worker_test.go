@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
@@ -77,16 +78,16 @@ func (e *env) start(cfg Config) {
 }
 
 // waitJobs waits until every job of the project is final and returns them.
-func (e *env) waitJobs(f controlplane.EvalJobFilter) []controlplane.EvalJob {
+func (e *env) waitJobs(f evalqueue.Filter) []evalqueue.Job {
 	e.t.Helper()
 	f.Limit = 1000
-	var jobs []controlplane.EvalJob
+	var jobs []evalqueue.Job
 	require.Eventually(e.t, func() bool {
 		var err error
 		jobs, _, err = e.cp.ListEvalJobs(context.Background(), e.project, f)
 		require.NoError(e.t, err)
 		for _, j := range jobs {
-			if j.Status == controlplane.JobPending || j.Status == controlplane.JobRunning {
+			if j.Status == evalqueue.Pending || j.Status == evalqueue.Running {
 				return false
 			}
 		}
@@ -168,10 +169,10 @@ func TestRuleJobScoresATraceWithAnLLMJudge(t *testing.T) {
 		e.enqueue(evaljobs.Job{RuleID: rule.ID, TraceID: traceID(1)})
 		e.start(testConfig())
 
-		jobs := e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID})
+		jobs := e.waitJobs(evalqueue.Filter{RuleID: rule.ID})
 		require.Len(t, jobs, 1)
 		job := jobs[0]
-		require.Equal(t, controlplane.JobSucceeded, job.Status, job.LastError)
+		require.Equal(t, evalqueue.Succeeded, job.Status, job.LastError)
 		assert.Equal(t, 1, job.Attempts)
 		require.NotEmpty(t, job.ScoreID)
 		require.NotEmpty(t, job.ExecutionTraceID)
@@ -222,8 +223,8 @@ func TestRetriesRecoverFrom429And5xxAndTimeouts(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxAttempts = 4
 	e.start(cfg)
-	jobs := e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID})
-	require.Equal(t, controlplane.JobSucceeded, jobs[0].Status, jobs[0].LastError)
+	jobs := e.waitJobs(evalqueue.Filter{RuleID: rule.ID})
+	require.Equal(t, evalqueue.Succeeded, jobs[0].Status, jobs[0].LastError)
 	assert.Equal(t, 3, jobs[0].Attempts)
 	assert.Len(t, e.scores(chstore.ScoreFilter{TraceID: traceID(1)}), 1)
 
@@ -231,8 +232,8 @@ func TestRetriesRecoverFrom429And5xxAndTimeouts(t *testing.T) {
 	e.insertTrace(2, time.Now(), nil)
 	e.llm.Fail(llmtest.Fault{Delay: 3 * time.Second})
 	e.enqueue(evaljobs.Job{RuleID: rule.ID, TraceID: traceID(2)})
-	jobs = e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID, TraceID: traceID(2)})
-	require.Equal(t, controlplane.JobSucceeded, jobs[0].Status, jobs[0].LastError)
+	jobs = e.waitJobs(evalqueue.Filter{RuleID: rule.ID, TraceID: traceID(2)})
+	require.Equal(t, evalqueue.Succeeded, jobs[0].Status, jobs[0].LastError)
 	assert.Equal(t, 2, jobs[0].Attempts)
 }
 
@@ -243,8 +244,8 @@ func TestJobsFailWithTheErrorVisible(t *testing.T) {
 	e.insertTrace(2, time.Now(), nil)
 	e.enqueue(evaljobs.Job{RuleID: rule.ID, TraceID: traceID(1)})
 	e.start(testConfig())
-	jobs := e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID})
-	require.Equal(t, controlplane.JobFailed, jobs[0].Status)
+	jobs := e.waitJobs(evalqueue.Filter{RuleID: rule.ID})
+	require.Equal(t, evalqueue.Failed, jobs[0].Status)
 	assert.Equal(t, 3, jobs[0].Attempts, "an out-of-range answer is retried up to max_attempts")
 	assert.Contains(t, jobs[0].LastError, "gave up after 3 attempts")
 	assert.Contains(t, jobs[0].LastError, "outside [0, 1]")
@@ -252,8 +253,8 @@ func TestJobsFailWithTheErrorVisible(t *testing.T) {
 
 	e.llm.Fail(llmtest.Fault{Status: http.StatusUnauthorized})
 	e.enqueue(evaljobs.Job{RuleID: rule.ID, TraceID: traceID(2)})
-	jobs = e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID, TraceID: traceID(2)})
-	require.Equal(t, controlplane.JobFailed, jobs[0].Status)
+	jobs = e.waitJobs(evalqueue.Filter{RuleID: rule.ID, TraceID: traceID(2)})
+	require.Equal(t, evalqueue.Failed, jobs[0].Status)
 	assert.Equal(t, 1, jobs[0].Attempts, "401 is not retried")
 	assert.Contains(t, jobs[0].LastError, "401")
 	exec, err := e.ch.GetTrace(context.Background(), e.project, jobs[0].ExecutionTraceID)
@@ -262,8 +263,8 @@ func TestJobsFailWithTheErrorVisible(t *testing.T) {
 
 	// A trace that never arrives fails after the attempts, saying why.
 	e.enqueue(evaljobs.Job{RuleID: rule.ID, TraceID: traceID(99)})
-	jobs = e.waitJobs(controlplane.EvalJobFilter{RuleID: rule.ID, TraceID: traceID(99)})
-	require.Equal(t, controlplane.JobFailed, jobs[0].Status)
+	jobs = e.waitJobs(evalqueue.Filter{RuleID: rule.ID, TraceID: traceID(99)})
+	require.Equal(t, evalqueue.Failed, jobs[0].Status)
 	assert.Contains(t, jobs[0].LastError, "not stored yet")
 }
 
@@ -291,8 +292,8 @@ func TestCELAndWebhookEvaluatorsScore(t *testing.T) {
 	cfg := testConfig()
 	cfg.WebhookAllowedHosts = []string{"127.0.0.1"}
 	e.start(cfg)
-	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
-		require.Equal(t, controlplane.JobSucceeded, j.Status, j.LastError)
+	for _, j := range e.waitJobs(evalqueue.Filter{}) {
+		require.Equal(t, evalqueue.Succeeded, j.Status, j.LastError)
 		assert.Empty(t, j.ExecutionTraceID, "code evaluators make no LLM call")
 	}
 	short := e.scores(chstore.ScoreFilter{Name: "short"})
@@ -341,9 +342,9 @@ func TestWebhookCallsFollowTheEgressPolicy(t *testing.T) {
 	cfg := testConfig()
 	cfg.WebhookAllowedHosts = []string{"*.example.com"}
 	e.start(cfg)
-	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
+	for _, j := range e.waitJobs(evalqueue.Filter{}) {
 		name := rules[j.RuleID]
-		assert.Equal(t, controlplane.JobFailed, j.Status, name)
+		assert.Equal(t, evalqueue.Failed, j.Status, name)
 		assert.Equal(t, 1, j.Attempts, "%s: a refusal is not retried", name)
 		assert.Contains(t, j.LastError, "evaluation.webhook_allowed_hosts", name)
 	}
@@ -372,11 +373,11 @@ func TestLLMCallsFollowTheEgressPolicy(t *testing.T) {
 	w, err := New(cfg, e.cp, e.ch, e.box, zap.NewNop())
 	require.NoError(t, err)
 	w.Start()
-	jobs := e.waitJobs(controlplane.EvalJobFilter{})
+	jobs := e.waitJobs(evalqueue.Filter{})
 	w.Stop()
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {
-		assert.Equal(t, controlplane.JobFailed, j.Status, j.RuleID)
+		assert.Equal(t, evalqueue.Failed, j.Status, j.RuleID)
 		assert.Equal(t, 1, j.Attempts, "a refusal is not retried")
 		assert.Contains(t, j.LastError, "evaluation.llm_allowed_hosts")
 		assert.Contains(t, j.LastError, "non-public address")
@@ -386,8 +387,8 @@ func TestLLMCallsFollowTheEgressPolicy(t *testing.T) {
 	e.insertTrace(2, time.Now(), nil)
 	e.enqueue(evaljobs.Job{RuleID: loopback.ID, TraceID: traceID(2)})
 	e.start(testConfig())
-	jobs = e.waitJobs(controlplane.EvalJobFilter{TraceID: traceID(2)})
-	require.Equal(t, controlplane.JobSucceeded, jobs[0].Status, jobs[0].LastError)
+	jobs = e.waitJobs(evalqueue.Filter{TraceID: traceID(2)})
+	require.Equal(t, evalqueue.Succeeded, jobs[0].Status, jobs[0].LastError)
 	assert.Len(t, e.llm.Requests(), 1)
 }
 
@@ -405,8 +406,8 @@ func TestJobsAreSkippedWhenTheirRuleNoLongerApplies(t *testing.T) {
 	require.NoError(t, err)
 	e.start(testConfig())
 	reasons := map[string]string{}
-	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
-		assert.Equal(t, controlplane.JobSkipped, j.Status)
+	for _, j := range e.waitJobs(evalqueue.Filter{}) {
+		assert.Equal(t, evalqueue.Skipped, j.Status)
 		reasons[j.RuleID] = j.LastError
 	}
 	assert.Contains(t, reasons[dev.ID], "no longer matches")
@@ -441,23 +442,23 @@ func TestBackfillQueuesTheMatchingStoredTraces(t *testing.T) {
 	cfg := testConfig()
 	cfg.BackfillPageSize = 5
 	e.start(cfg)
-	e.waitJobs(controlplane.EvalJobFilter{})
+	e.waitJobs(evalqueue.Filter{})
 	done, err := e.cp.GetEvalJob(context.Background(), e.project, job.ID)
 	require.NoError(t, err)
-	require.Equal(t, controlplane.JobSucceeded, done.Status, done.LastError)
-	var state controlplane.BackfillState
+	require.Equal(t, evalqueue.Succeeded, done.Status, done.LastError)
+	var state evalqueue.BackfillState
 	require.NoError(t, json.Unmarshal(done.State, &state))
 	assert.Equal(t, 12, state.Scanned)
 	assert.Equal(t, len(want), state.Enqueued)
 	assert.Equal(t, 4, state.Page, "three pages of five, the last partial")
 	assert.Equal(t, 1, done.Attempts, "pages are progress, not attempts")
 
-	ruleJobs, total, err := e.cp.ListEvalJobs(context.Background(), e.project, controlplane.EvalJobFilter{Kind: controlplane.JobRule, Limit: 100})
+	ruleJobs, total, err := e.cp.ListEvalJobs(context.Background(), e.project, evalqueue.Filter{Kind: evalqueue.KindRule, Limit: 100})
 	require.NoError(t, err)
 	require.Equal(t, len(want), total)
 	for _, j := range ruleJobs {
 		assert.True(t, want[j.TraceID], j.TraceID)
-		assert.Equal(t, controlplane.JobSucceeded, j.Status, j.LastError)
+		assert.Equal(t, evalqueue.Succeeded, j.Status, j.LastError)
 	}
 	assert.Len(t, e.scores(chstore.ScoreFilter{Name: "one"}), len(want))
 }
@@ -494,7 +495,7 @@ func TestPromptExperimentRecordsARunWithScores(t *testing.T) {
 		require.Eventually(t, func() bool {
 			counts, err := cp.CountEvalJobs(ctx, e.project, "", x.ID)
 			require.NoError(t, err)
-			return counts[controlplane.JobSucceeded] == 6
+			return counts[evalqueue.Succeeded] == 6
 		}, 20*time.Second, 20*time.Millisecond)
 
 		run, err := cp.GetDatasetRun(ctx, e.project, "arithmetic", "gpt-4o run")
@@ -564,8 +565,8 @@ func TestConnectionConcurrencyLimit(t *testing.T) {
 	cfg := testConfig()
 	cfg.Workers = 4
 	e.start(cfg)
-	for _, j := range e.waitJobs(controlplane.EvalJobFilter{}) {
-		assert.Equal(t, controlplane.JobSucceeded, j.Status, j.LastError)
+	for _, j := range e.waitJobs(evalqueue.Filter{}) {
+		assert.Equal(t, evalqueue.Succeeded, j.Status, j.LastError)
 		assert.Equal(t, 1, j.Attempts, "waiting for capacity uses no attempt")
 	}
 	assert.Equal(t, int32(1), peak.Load())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 // Store is what the routes need from the control plane store.
@@ -347,7 +348,7 @@ func storeError(err error, name string, sel controlplane.PromptSelector) error {
 		return httpx.NotFound("Prompt not found: '%s'", name)
 	case errors.Is(err, controlplane.ErrNotFound):
 		return httpx.NotFound("Prompt not found: '%s' with %s", name, sel)
-	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, controlplane.ErrPromptComposition):
+	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, promptcompose.ErrComposition):
 		return httpx.BadRequest("%s", strings.ReplaceAll(err.Error(), controlplane.ErrInvalid.Error()+": ", ""))
 	}
 	return err
@@ -391,6 +392,6 @@ func optionalTime(us int64) time.Time {
 	return time.UnixMicro(us)
 }
 
-func ref(n controlplane.PromptNode) PromptRef {
+func ref(n promptcompose.Node) PromptRef {
 	return PromptRef{ID: n.ID, Name: n.Name, Version: n.Version}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/internal/apitest"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 func newHandler(t *testing.T, store *controlplane.Store) http.Handler {
@@ -230,7 +231,7 @@ func TestCompositionIsBounded(t *testing.T) {
 	assert.Less(t, alloc, uint64(flat))
 
 	// The reference count is bounded too, and both bounds are configurable.
-	store.SetPromptLimits(controlplane.PromptLimits{MaxResolvedBytes: controlplane.DefaultPromptMaxResolvedBytes, MaxReferences: 3})
+	store.SetPromptLimits(promptcompose.Limits{MaxResolvedBytes: promptcompose.DefaultMaxResolvedBytes, MaxReferences: 3})
 	refs := ""
 	for i := range 4 {
 		create(t, h, a.ProjectAuth, map[string]any{"name": fmt.Sprintf("n%d", i), "prompt": "x"})

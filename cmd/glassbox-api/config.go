@@ -14,9 +14,10 @@ import (
 // envRef matches what expandEnv replaces: $$ (a literal $) and ${...}.
 var envRef = regexp.MustCompile(`\$\$|\$\{([^}]*)\}`)
 
-// expandEnv replaces ${env:NAME} and ${env:NAME:-default} (also without the
-// env: prefix) as collector configuration files do, so one set of
-// environment variables serves both; $$ stands for a literal $.
+// expandEnv replaces ${env:NAME}, ${env:NAME:-default} and
+// ${env:NAME:?message} (also without the env: prefix) as collector
+// configuration files do, so one set of environment variables serves both;
+// $$ stands for a literal $.
 func expandEnv(text string) (string, error) {
 	var missing []string
 	out := envRef.ReplaceAllStringFunc(text, func(m string) string {
@@ -24,6 +25,17 @@ func expandEnv(text string) (string, error) {
 			return "$"
 		}
 		ref := strings.TrimPrefix(m[2:len(m)-1], "env:")
+		if name, message, required := strings.Cut(ref, ":?"); required && !strings.Contains(name, ":-") {
+			// Required, as in the collector's files (provider/envprovider).
+			if v := os.Getenv(name); v != "" {
+				return v
+			}
+			if message = strings.TrimSpace(message); message != "" {
+				name += " (" + message + ")"
+			}
+			missing = append(missing, name)
+			return ""
+		}
 		name, def, hasDef := strings.Cut(ref, ":-")
 		if v, ok := os.LookupEnv(name); ok && (v != "" || !hasDef) {
 			return v

@@ -28,6 +28,13 @@ func TestExpandEnv(t *testing.T) {
 	}
 	_, err := expandEnv("a: ${env:GB_UNSET_ONE} b: ${GB_UNSET_TWO}")
 	assert.ErrorContains(t, err, "GB_UNSET_ONE, GB_UNSET_TWO")
+
+	// Required variables: set, unset, empty; a default may hold ":?".
+	got, err := expandEnv("a: ${env:GB_SET:?the a} b: ${env:GB_UNSET_ONE:-x:?y}")
+	require.NoError(t, err)
+	assert.Equal(t, "a: value b: x:?y", got)
+	_, err = expandEnv("a: ${env:GB_UNSET_ONE:?the writers' addresses} b: ${env:GB_EMPTY:?}")
+	assert.EqualError(t, err, "environment variables not set: GB_UNSET_ONE (the writers' addresses), GB_EMPTY")
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
@@ -236,7 +237,7 @@ func TestServesEvaluatorRulesAndTakesJobs(t *testing.T) {
 	require.Len(t, rules, 1)
 	assert.Equal(t, rule.ID, rules[0].ID)
 	require.NoError(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: rule.ID, TraceID: "t", Due: time.Now().Add(time.Hour)}}))
-	jobs, total, err := cp.ListEvalJobs(ctx, "proj", controlplane.EvalJobFilter{Limit: 10})
+	jobs, total, err := cp.ListEvalJobs(ctx, "proj", evalqueue.Filter{Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	assert.Equal(t, "t", jobs[0].TraceID)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 )
 
 // maxExperimentItems bounds the dataset items one experiment queues.
@@ -121,13 +123,12 @@ func (s *Store) CreateExperiment(ctx context.Context, projectID string, n NewExp
 			string(evaluators), now, now); err != nil {
 			return fmt.Errorf("create experiment %q: %w", runName, classify(err))
 		}
-		due := fromMicros(now)
-		for _, item := range items {
-			if err := insertExperimentJob(ctx, c, projectID, NewEvalJob{
-				Kind: JobExperimentItem, ExperimentID: id, DatasetItemID: item, Due: due,
-			}, now); err != nil {
-				return err
-			}
+		jobs := make([]evalqueue.NewJob, len(items))
+		for i, item := range items {
+			jobs[i] = evalqueue.NewJob{Kind: evalqueue.KindExperimentItem, ExperimentID: id, DatasetItemID: item, Due: fromMicros(now)}
+		}
+		if err := s.EnqueueIn(ctx, c.Conn, projectID, jobs...); err != nil {
+			return err
 		}
 		out, err = getExperiment(ctx, c, projectID, id)
 		return err

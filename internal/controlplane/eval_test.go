@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
 )
 
@@ -74,11 +73,11 @@ func TestLLMConnections(t *testing.T) {
 
 		// The secrets are sealed for their destination: a row pointed
 		// elsewhere behind the API's back does not open.
-		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET base_url = ? WHERE id = ?`, s.postgres), "https://attacker.example/v1", cn.ID)
+		_, err = s.conn().exec(ctx, `UPDATE llm_connections SET base_url = ? WHERE id = ?`, "https://attacker.example/v1", cn.ID)
 		require.NoError(t, err)
 		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
 		assert.ErrorContains(t, err, "does not open")
-		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET base_url = ? WHERE id = ?`, s.postgres), cn.BaseURL, cn.ID)
+		_, err = s.conn().exec(ctx, `UPDATE llm_connections SET base_url = ? WHERE id = ?`, cn.BaseURL, cn.ID)
 		require.NoError(t, err)
 
 		// Secrets sealed by earlier releases (row id alone) are bound at start.
@@ -86,7 +85,7 @@ func TestLLMConnections(t *testing.T) {
 		require.NoError(t, err)
 		legacyHeaders, err := box.Seal(`{"X-Org":"legacy"}`, cn.ID)
 		require.NoError(t, err)
-		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET secret_key = ?, extra_headers = ? WHERE id = ?`, s.postgres),
+		_, err = s.conn().exec(ctx, `UPDATE llm_connections SET secret_key = ?, extra_headers = ? WHERE id = ?`,
 			legacyKey, legacyHeaders, cn.ID)
 		require.NoError(t, err)
 		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
@@ -346,203 +345,6 @@ func TestEvalRules(t *testing.T) {
 	})
 }
 
-func TestEvalJobQueue(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, s *Store) {
-		ctx := context.Background()
-		clock := &fakeClock{now: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)}
-		s.now = clock.Now
-		f := newEvalFixture(t, s)
-		rule, err := s.CreateEvalRule(ctx, f.project.ID, NewEvalRule{Name: "r", EvaluatorID: f.code.ID, Target: evaljobs.TargetTrace})
-		require.NoError(t, err)
-		inactive, err := s.CreateEvalRule(ctx, f.project.ID, NewEvalRule{Name: "off", EvaluatorID: f.code.ID,
-			Target: evaljobs.TargetTrace, Active: ptr(false)})
-		require.NoError(t, err)
-
-		due := clock.Now().Add(time.Minute)
-		job := evaljobs.Job{ProjectID: f.project.ID, RuleID: rule.ID, TraceID: "t1", Due: due}
-		require.NoError(t, s.EnqueueEvalJobs(ctx, []evaljobs.Job{job, job,
-			{ProjectID: f.project.ID, RuleID: rule.ID, TraceID: "t1", ObservationID: "o1", Due: due},
-			{ProjectID: f.other.ID, RuleID: rule.ID, TraceID: "t2", Due: due},
-			{ProjectID: f.project.ID, RuleID: inactive.ID, TraceID: "t3", Due: due},
-			{ProjectID: f.project.ID, RuleID: "gone", TraceID: "t4", Due: due},
-		}))
-		require.NoError(t, s.EnqueueEvalJobs(ctx, []evaljobs.Job{job}), "a retried enqueue adds nothing")
-		jobs, total, err := s.ListEvalJobs(ctx, f.project.ID, EvalJobFilter{RuleID: rule.ID, Limit: 10})
-		require.NoError(t, err)
-		require.Equal(t, 2, total, "one job per rule and target; other projects', inactive and unknown rules' jobs dropped")
-		for _, j := range jobs {
-			assert.Equal(t, JobPending, j.Status)
-			assert.Equal(t, JobRule, j.Kind)
-			assert.Equal(t, due, j.DueAt)
-		}
-		_, total, err = s.ListEvalJobs(ctx, f.other.ID, EvalJobFilter{Limit: 10})
-		require.NoError(t, err)
-		assert.Zero(t, total)
-
-		claimed, err := s.ClaimEvalJobs(ctx, "w1", 10, time.Minute)
-		require.NoError(t, err)
-		assert.Empty(t, claimed, "not due yet")
-		clock.Advance(time.Minute)
-		claimed, err = s.ClaimEvalJobs(ctx, "w1", 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		first := claimed[0]
-		assert.Equal(t, JobRunning, first.Status)
-		assert.Equal(t, 1, first.Attempts)
-		assert.Equal(t, "w1", first.LeaseOwner)
-
-		// The lease passes: another worker takes the job over, and the first
-		// can no longer finish it.
-		clock.Advance(2 * time.Minute)
-		claimed, err = s.ClaimEvalJobs(ctx, "w2", 10, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 2)
-		var second EvalJob
-		for _, j := range claimed {
-			if j.ID == first.ID {
-				second = j
-			}
-		}
-		assert.Equal(t, 2, second.Attempts)
-		assert.ErrorIs(t, s.FinishEvalJob(ctx, first, JobOutcome{Status: JobSucceeded}), ErrLeaseLost)
-
-		require.NoError(t, s.FinishEvalJob(ctx, second, JobOutcome{Status: JobPending, Due: clock.Now().Add(time.Second),
-			Error: "429 from provider"}))
-		got, err := s.GetEvalJob(ctx, f.project.ID, second.ID)
-		require.NoError(t, err)
-		assert.Equal(t, JobPending, got.Status)
-		assert.Equal(t, "429 from provider", got.LastError)
-		assert.True(t, got.LeaseUntil.IsZero())
-		clock.Advance(time.Second)
-		claimed, err = s.ClaimEvalJobs(ctx, "w2", 10, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.NoError(t, s.FinishEvalJob(ctx, claimed[0], JobOutcome{Status: JobPending, Due: clock.Now(), Refund: true}))
-		got, err = s.GetEvalJob(ctx, f.project.ID, second.ID)
-		require.NoError(t, err)
-		assert.Equal(t, 2, got.Attempts, "a refunded run does not count")
-
-		claimed, err = s.ClaimEvalJobs(ctx, "w2", 10, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.NoError(t, s.FinishEvalJob(ctx, claimed[0], JobOutcome{Status: JobSucceeded, ScoreID: "score-1", ExecutionTraceID: "exec-1"}))
-		got, err = s.GetEvalJob(ctx, f.project.ID, second.ID)
-		require.NoError(t, err)
-		assert.Equal(t, JobSucceeded, got.Status)
-		assert.Equal(t, "score-1", got.ScoreID)
-		assert.Equal(t, "exec-1", got.ExecutionTraceID)
-		assert.ErrorIs(t, s.FinishEvalJob(ctx, claimed[0], JobOutcome{Status: "DONE"}), ErrInvalid)
-
-		other := claimed[0]
-		for _, j := range jobs {
-			if j.ID != second.ID {
-				other = j
-			}
-		}
-		_, err = s.RetryEvalJob(ctx, f.project.ID, other.ID)
-		assert.ErrorIs(t, err, ErrConflict, "a running job cannot be retried")
-		other.LeaseOwner = "w2"
-		require.NoError(t, s.FinishEvalJob(ctx, other, JobOutcome{Status: JobFailed, Error: strings.Repeat("x", 5000)}))
-		got, err = s.GetEvalJob(ctx, f.project.ID, other.ID)
-		require.NoError(t, err)
-		assert.Equal(t, JobFailed, got.Status)
-		assert.Len(t, got.LastError, maxJobError)
-		_, err = s.RetryEvalJob(ctx, f.other.ID, other.ID)
-		assert.ErrorIs(t, err, ErrNotFound)
-		got, err = s.RetryEvalJob(ctx, f.project.ID, other.ID)
-		require.NoError(t, err)
-		assert.Equal(t, JobPending, got.Status)
-		assert.Zero(t, got.Attempts)
-
-		counts, err := s.CountEvalJobs(ctx, f.project.ID, rule.ID, "")
-		require.NoError(t, err)
-		assert.Equal(t, map[string]int{JobPending: 1, JobSucceeded: 1}, counts)
-
-		clock.Advance(48 * time.Hour)
-		n, err := s.PruneEvalJobs(ctx, clock.Now().Add(-24*time.Hour))
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), n, "only the finished job is pruned")
-	})
-}
-
-// Several workers claiming at once never get the same job.
-func TestEvalJobClaimsAreExclusive(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, s *Store) {
-		ctx := context.Background()
-		f := newEvalFixture(t, s)
-		rule, err := s.CreateEvalRule(ctx, f.project.ID, NewEvalRule{Name: "r", EvaluatorID: f.code.ID, Target: evaljobs.TargetTrace})
-		require.NoError(t, err)
-		const n = 60
-		var jobs []evaljobs.Job
-		for i := range n {
-			jobs = append(jobs, evaljobs.Job{ProjectID: f.project.ID, RuleID: rule.ID, TraceID: fmt.Sprintf("t%d", i), Due: time.Now()})
-		}
-		require.NoError(t, s.EnqueueEvalJobs(ctx, jobs))
-
-		var (
-			mu   sync.Mutex
-			seen = map[string]string{}
-			wg   sync.WaitGroup
-		)
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				owner := fmt.Sprintf("w%d", w)
-				for {
-					claimed, err := s.ClaimEvalJobs(ctx, owner, 3, time.Minute)
-					if !assert.NoError(t, err) || len(claimed) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, j := range claimed {
-						assert.Empty(t, seen[j.ID], "job %s claimed twice", j.ID)
-						seen[j.ID] = owner
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		assert.Len(t, seen, n)
-	})
-}
-
-func TestBackfillJobs(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, s *Store) {
-		ctx := context.Background()
-		f := newEvalFixture(t, s)
-		rule, err := s.CreateEvalRule(ctx, f.project.ID, NewEvalRule{Name: "r", EvaluatorID: f.code.ID, Target: evaljobs.TargetTrace})
-		require.NoError(t, err)
-		from, to := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
-		job, err := s.EnqueueBackfill(ctx, f.project.ID, rule.ID, from, to)
-		require.NoError(t, err)
-		assert.Equal(t, JobBackfill, job.Kind)
-		assert.Equal(t, rule.ID, job.RuleID)
-		var state BackfillState
-		require.NoError(t, json.Unmarshal(job.State, &state))
-		assert.Equal(t, BackfillState{From: from.UnixMicro(), To: to.UnixMicro(), Page: 1}, state)
-
-		again, err := s.EnqueueBackfill(ctx, f.project.ID, rule.ID, from, to)
-		require.NoError(t, err)
-		assert.Equal(t, job.ID, again.ID, "the same window is queued once")
-		_, err = s.EnqueueBackfill(ctx, f.project.ID, rule.ID, to, from)
-		assert.ErrorIs(t, err, ErrInvalid)
-		_, err = s.EnqueueBackfill(ctx, f.other.ID, rule.ID, from, to)
-		assert.ErrorIs(t, err, ErrNotFound)
-
-		claimed, err := s.ClaimEvalJobs(ctx, "w", 10, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		state.Page, state.Scanned = 2, 100
-		next, _ := json.Marshal(state)
-		require.NoError(t, s.FinishEvalJob(ctx, claimed[0], JobOutcome{Status: JobPending, Due: time.Now(), State: next}))
-		got, err := s.GetEvalJob(ctx, f.project.ID, job.ID)
-		require.NoError(t, err)
-		assert.JSONEq(t, string(next), string(got.State))
-	})
-}
-
 func TestExperiments(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
@@ -564,10 +366,10 @@ func TestExperiments(t *testing.T) {
 		assert.Equal(t, 1, x.PromptVersion, "the production version")
 		assert.Equal(t, "qa", x.DatasetName)
 		assert.JSONEq(t, `{}`, string(x.ModelParams))
-		jobs, total, err := s.ListEvalJobs(ctx, f.project.ID, EvalJobFilter{ExperimentID: x.ID, Limit: 10})
+		jobs, total, err := s.ListEvalJobs(ctx, f.project.ID, evalqueue.Filter{ExperimentID: x.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, 2, total, "one job per active item")
-		assert.Equal(t, JobExperimentItem, jobs[0].Kind)
+		assert.Equal(t, evalqueue.KindExperimentItem, jobs[0].Kind)
 
 		_, err = s.CreateExperiment(ctx, f.project.ID, NewExperiment{DatasetName: "qa", RunName: "run-1", PromptName: "answer",
 			ConnectionID: f.connection.ID})
@@ -590,17 +392,17 @@ func TestExperiments(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
 		item := claimed[0]
-		follow := []NewEvalJob{
-			{Kind: JobExperimentEval, ExperimentID: x.ID, EvaluatorID: f.judge.ID, TraceID: "trace-x", DatasetItemID: item.DatasetItemID, Due: time.Now()},
-			{Kind: JobExperimentEval, ExperimentID: x.ID, EvaluatorID: f.code.ID, TraceID: "trace-x", DatasetItemID: item.DatasetItemID, Due: time.Now()},
+		follow := []evalqueue.NewJob{
+			{Kind: evalqueue.KindExperimentEval, ExperimentID: x.ID, EvaluatorID: f.judge.ID, TraceID: "trace-x", DatasetItemID: item.DatasetItemID, Due: time.Now()},
+			{Kind: evalqueue.KindExperimentEval, ExperimentID: x.ID, EvaluatorID: f.code.ID, TraceID: "trace-x", DatasetItemID: item.DatasetItemID, Due: time.Now()},
 		}
-		require.NoError(t, s.FinishEvalJob(ctx, item, JobOutcome{Status: JobSucceeded, TraceID: "trace-x", FollowUps: follow}))
+		require.NoError(t, s.FinishEvalJob(ctx, item, evalqueue.Outcome{Status: evalqueue.Succeeded, TraceID: "trace-x", FollowUps: follow}))
 		got, err := s.GetEvalJob(ctx, f.project.ID, item.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "trace-x", got.TraceID)
 		counts, err := s.CountEvalJobs(ctx, f.project.ID, "", x.ID)
 		require.NoError(t, err)
-		assert.Equal(t, map[string]int{JobPending: 3, JobSucceeded: 1}, counts)
+		assert.Equal(t, map[string]int{evalqueue.Pending: 3, evalqueue.Succeeded: 1}, counts)
 
 		_, err = s.CreateDatasetRunItem(ctx, f.project.ID, NewDatasetRunItem{RunName: "run-1", DatasetItemID: item.DatasetItemID, TraceID: "trace-x"})
 		require.NoError(t, err)

@@ -72,7 +72,7 @@ func TestLLMConnectionAdaptersAndConfig(t *testing.T) {
 		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
 		require.NoError(t, err)
 		// ... and a region changed in the database opens nothing.
-		_, err = s.db.ExecContext(ctx, rebind(`UPDATE llm_connections SET config = ? WHERE id = ?`, s.postgres), `{"region":"eu-west-1"}`, cn.ID)
+		_, err = s.conn().exec(ctx, `UPDATE llm_connections SET config = ? WHERE id = ?`, `{"region":"eu-west-1"}`, cn.ID)
 		require.NoError(t, err)
 		_, err = s.LLMCredentials(ctx, box, pa.ID, cn.ID)
 		assert.Error(t, err)

@@ -13,11 +13,13 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 // Prompt types.
 const (
-	PromptText = "text"
+	PromptText = promptcompose.TypeText
 	PromptChat = "chat"
 )
 
@@ -30,12 +32,10 @@ const (
 
 const (
 	maxCommitMessage = 500
-	maxLabelLength   = 36
 	maxPromptName    = 255
 )
 
 var (
-	labelPattern       = regexp.MustCompile(`^[a-z0-9_\-.]+$`)
 	placeholderPattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]*$`)
 	// variablePattern finds {{name}} in prompt text, with optional spaces.
 	variablePattern = regexp.MustCompile(`{{\s*([^{}]*?)\s*}}`)
@@ -61,7 +61,7 @@ type Prompt struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	// Graph is set by ResolvePrompt when the prompt referenced other prompts.
-	Graph *PromptGraph
+	Graph *promptcompose.Graph
 }
 
 // NewPrompt is the input of CreatePrompt.
@@ -164,7 +164,7 @@ func (s *Store) CreatePrompt(ctx context.Context, projectID string, np NewPrompt
 		// The new version must resolve with the store as it is now; it is
 		// stored with its tags, resolved on every fetch.
 		resolved := p
-		if _, err := s.resolveContent(ctx, c, projectID, &resolved, refs); err != nil {
+		if _, err := s.resolveContent(ctx, c, projectID, &resolved); err != nil {
 			return err
 		}
 		now := s.micros()
@@ -177,7 +177,8 @@ func (s *Store) CreatePrompt(ctx context.Context, projectID string, np NewPrompt
 		}
 		for _, r := range refs {
 			if _, err := c.exec(ctx, `INSERT INTO prompt_dependencies (parent_id, project_id, child_name, child_label, child_version)
-				VALUES (?, ?, ?, ?, ?)`, p.ID, projectID, r.Name, r.Label, r.Version); err != nil {
+				VALUES (?, ?, ?, ?, ?)`, p.ID, projectID, r.Name, nullString(r.Label),
+				sql.NullInt64{Int64: int64(r.Version), Valid: r.Version > 0}); err != nil {
 				return fmt.Errorf("record dependency of prompt %q: %w", p.Name, err)
 			}
 		}
@@ -202,7 +203,7 @@ func (s *Store) CreatePrompt(ctx context.Context, projectID string, np NewPrompt
 }
 
 // checkNewPrompt validates and normalises the input; the version is not set yet.
-func (s *Store) checkNewPrompt(projectID string, np NewPrompt) (Prompt, []promptRef, error) {
+func (s *Store) checkNewPrompt(projectID string, np NewPrompt) (Prompt, []promptcompose.Ref, error) {
 	name, err := checkPromptName(np.Name)
 	if err != nil {
 		return Prompt{}, nil, err
@@ -242,13 +243,9 @@ func (s *Store) checkNewPrompt(projectID string, np NewPrompt) (Prompt, []prompt
 	default:
 		return Prompt{}, nil, fmt.Errorf("%w: type %q must be %q or %q", ErrInvalid, p.Type, PromptText, PromptChat)
 	}
-	var refs []promptRef
-	for _, t := range texts {
-		r, err := parsePromptRefs(t)
-		if err != nil {
-			return Prompt{}, nil, err
-		}
-		refs = append(refs, r...)
+	refs, err := parsePromptRefs(texts)
+	if err != nil {
+		return Prompt{}, nil, err
 	}
 	return p, refs, nil
 }
@@ -349,8 +346,8 @@ func checkPromptName(name string) (string, error) {
 func checkLabels(labels []string, allowLatest bool) ([]string, error) {
 	out := make([]string, 0, len(labels))
 	for _, l := range labels {
-		if len(l) == 0 || len(l) > maxLabelLength || !labelPattern.MatchString(l) {
-			return nil, fmt.Errorf("%w: label %q must be 1-%d characters of a-z, 0-9, '_', '-' or '.'", ErrInvalid, l, maxLabelLength)
+		if !promptcompose.ValidLabel(l) {
+			return nil, fmt.Errorf("%w: label %q must be %s", ErrInvalid, l, promptcompose.LabelRule)
 		}
 		if l == LabelLatest {
 			if !allowLatest {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 func textPrompt(name, text string, labels ...string) NewPrompt {
@@ -207,7 +209,7 @@ func TestPromptComposition(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, `[{"role":"system","content":"Rules: Be \"kind\". and Be brief. {{x}}"}]`, string(resolved.Prompt))
 		require.NotNil(t, resolved.Graph)
-		assert.Equal(t, PromptNode{ID: top.ID, Name: "top", Version: 1}, resolved.Graph.Root)
+		assert.Equal(t, promptcompose.Node{ID: top.ID, Name: "top", Version: 1}, resolved.Graph.Root)
 		assert.Len(t, resolved.Graph.Dependencies[top.ID], 1)
 		assert.Len(t, resolved.Graph.Dependencies[mid.ID], 2)
 
@@ -234,12 +236,12 @@ func TestPromptComposition(t *testing.T) {
 				require.NoError(t, err)
 			}
 			_, err := s.CreatePrompt(ctx, pa.ID, np)
-			assert.ErrorIs(t, err, ErrPromptComposition, name)
+			assert.ErrorIs(t, err, promptcompose.ErrComposition, name)
 		}
 
 		// Another project cannot reference, and does not see, these prompts.
 		_, err = s.CreatePrompt(ctx, pb.ID, textPrompt("x", "@@@langfusePrompt:name=mid|label=production@@@"))
-		assert.ErrorIs(t, err, ErrPromptComposition)
+		assert.ErrorIs(t, err, promptcompose.ErrComposition)
 	})
 }
 
@@ -258,14 +260,14 @@ func TestPromptCompositionLimits(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "01234end", promptText(t, p0))
 		_, err = s.CreatePrompt(ctx, pa.ID, textPrompt("deep", "@@@langfusePrompt:name=p0|label=latest@@@"))
-		assert.ErrorIs(t, err, ErrPromptComposition, "six levels are too deep")
+		assert.ErrorIs(t, err, promptcompose.ErrComposition, "six levels are too deep")
 
 		// A cycle written behind the store's back is reported on fetch.
 		_, err = s.conn().exec(ctx, `UPDATE prompts SET prompt = ? WHERE project_id = ? AND name = 'p5'`,
 			`"@@@langfusePrompt:name=p4|label=latest@@@"`, pa.ID)
 		require.NoError(t, err)
 		_, err = s.ResolvePrompt(ctx, pa.ID, "p4", PromptSelector{Label: "latest"})
-		assert.ErrorIs(t, err, ErrPromptComposition)
+		assert.ErrorIs(t, err, promptcompose.ErrComposition)
 		assert.ErrorContains(t, err, "cycle")
 	})
 }

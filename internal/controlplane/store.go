@@ -1,9 +1,9 @@
 // Package controlplane is the SQL store behind the API server: organizations,
-// projects, users, memberships and API keys. One set of statements serves
-// both backends: SQLite (embedded, pure Go) and PostgreSQL (replicated API
-// servers). Statements are written with `?` placeholders and rebound to `$n`
-// for PostgreSQL; ids are TEXT and timestamps are BIGINT microseconds since
-// the Unix epoch (UTC), as in the ClickHouse schema.
+// projects, users, memberships, API keys and everything else but traces. One
+// set of statements serves both backends: SQLite (embedded, pure Go) and
+// PostgreSQL (replicated API servers), through internal/sqldb. The store owns
+// the schema and its one list of migrations; the evaluation job queue
+// (internal/evalqueue) runs over the same database.
 package controlplane
 
 import (
@@ -14,26 +14,27 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 
 	"github.com/glassbox-dev/glassbox/internal/apikey"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
+	"github.com/glassbox-dev/glassbox/internal/sqldb"
 )
 
+// The store's verdicts, shared with the other packages over its database.
 var (
 	// ErrNotFound means the addressed row does not exist in the given scope.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = sqldb.ErrNotFound
 	// ErrConflict means a row with the same identity or unique name exists.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = sqldb.ErrConflict
 	// ErrInvalid means the input was rejected before reaching the database.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = sqldb.ErrInvalid
 )
 
 // sqliteParams are applied to every SQLite connection. WAL lets readers run
@@ -44,11 +45,16 @@ const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
 
 // Store is the control-plane store. It is safe for concurrent use.
 type Store struct {
+	// Queue is the evaluation job queue over the same database; its
+	// methods are the store's.
+	*evalqueue.Queue
+
 	db       *sql.DB
+	sql      *sqldb.DB
 	postgres bool
 	now      func() time.Time
 
-	promptLimits PromptLimits
+	promptLimits promptcompose.Limits
 	// hasher stores API key secrets, keyed with apikey.HashKeyEnv when set.
 	hasher    apikey.Hasher
 	dummyHash string // compared against for unknown public keys
@@ -82,8 +88,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open control plane: %w", err)
 	}
-	s := &Store{db: db, postgres: postgres, now: time.Now, promptLimits: DefaultPromptLimits(), touched: map[string]time.Time{},
+	s := &Store{db: db, sql: sqldb.New(db, postgres), postgres: postgres, now: time.Now, promptLimits: promptcompose.DefaultLimits(), touched: map[string]time.Time{},
 		hasher: hasher, dummyHash: hasher.Hash(secretKeyPrefix + "00000000-0000-0000-0000-000000000000")}
+	s.Queue = evalqueue.New(s.sql, func() time.Time { return s.now() })
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("connect control plane: %w", err), db.Close())
 	}
@@ -156,108 +163,40 @@ func redactDSN(dsn string) string {
 	return u.Redacted()
 }
 
-// querier is what *sql.DB and *sql.Tx share.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// DB is the store's SQL layer, for the packages that own some of its tables
+// (the evaluation job queue): their statements then run on the same pool,
+// in the same dialect, and can join the store's transactions.
+func (s *Store) DB() *sqldb.DB {
+	return s.sql
 }
 
-// conn runs the portable statements on a pool or a transaction.
-type conn struct {
-	q        querier
-	postgres bool
-}
+// conn is this package's shorthand for sqldb.Conn.
+type conn struct{ sqldb.Conn }
 
 func (c conn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return c.q.ExecContext(ctx, rebind(query, c.postgres), args...)
+	return c.Exec(ctx, query, args...)
 }
 
 func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return c.q.QueryContext(ctx, rebind(query, c.postgres), args...)
+	return c.Query(ctx, query, args...)
 }
 
 func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.q.QueryRowContext(ctx, rebind(query, c.postgres), args...)
+	return c.QueryRow(ctx, query, args...)
 }
 
 func (s *Store) conn() conn {
-	return conn{q: s.db, postgres: s.postgres}
+	return conn{s.sql.Conn()}
 }
 
 // inTx runs fn in a transaction and commits when fn returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(conn) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(conn{q: tx, postgres: s.postgres}); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", classify(err))
-	}
-	return nil
+	return s.sql.InTx(ctx, func(c sqldb.Conn) error { return fn(conn{c}) })
 }
 
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
-
-// rebind turns `?` placeholders into PostgreSQL's `$n`. Statements are
-// written in this package, so quoted literals are the only place a `?` may
-// appear that is not a placeholder.
-func rebind(query string, postgres bool) string {
-	if !postgres || !strings.Contains(query, "?") {
-		return query
-	}
-	var b strings.Builder
-	b.Grow(len(query) + 8)
-	n, quoted := 0, false
-	for i := 0; i < len(query); i++ {
-		ch := query[i]
-		switch {
-		case ch == '\'':
-			quoted = !quoted
-		case ch == '?' && !quoted:
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(ch)
-	}
-	return b.String()
-}
-
-// classify tags driver constraint errors with ErrConflict or ErrNotFound so
-// callers can tell them apart without knowing the backend.
+// classify tags driver constraint errors with ErrConflict or ErrNotFound.
 func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%w: %w", ErrConflict, err)
-		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "23505": // unique_violation
-			return fmt.Errorf("%w: %w", ErrConflict, err)
-		case "23503": // foreign_key_violation
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-	}
-	return err
+	return sqldb.Classify(err)
 }
 
 // requireOne turns "no row changed" into ErrNotFound.
@@ -277,7 +216,7 @@ func (s *Store) micros() int64 {
 }
 
 func fromMicros(v int64) time.Time {
-	return time.UnixMicro(v).UTC()
+	return sqldb.FromMicros(v)
 }
 
 func fromNullMicros(v sql.NullInt64) time.Time {

@@ -87,12 +87,6 @@ func TestParseDSN(t *testing.T) {
 	}
 }
 
-func TestRebind(t *testing.T) {
-	q := `SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)`
-	assert.Equal(t, `SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)`, rebind(q, true))
-	assert.Equal(t, q, rebind(q, false))
-}
-
 // The SQLite file is the owner's alone, also in a directory that already
 // exists and when an earlier release created it with the umask's mode.
 func TestSQLiteFileIsOwnerOnly(t *testing.T) {

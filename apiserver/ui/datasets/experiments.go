@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 )
 
 // Experiments starts prompt experiments and reads their progress;
@@ -21,7 +22,7 @@ type Experiments interface {
 	CreateExperiment(ctx context.Context, projectID string, n controlplane.NewExperiment) (controlplane.Experiment, error)
 	GetExperiment(ctx context.Context, projectID, id string) (controlplane.Experiment, error)
 	CountEvalJobs(ctx context.Context, projectID, ruleID, experimentID string) (map[string]int, error)
-	ListEvalJobs(ctx context.Context, projectID string, f controlplane.EvalJobFilter) ([]controlplane.EvalJob, int, error)
+	ListEvalJobs(ctx context.Context, projectID string, f evalqueue.Filter) ([]evalqueue.Job, int, error)
 }
 
 type experimentForm struct {
@@ -124,7 +125,7 @@ type experimentData struct {
 	Counts     map[string]int
 	Total      int
 	Done       int
-	Failed     []controlplane.EvalJob
+	Failed     []evalqueue.Job
 	// Finished is set when no job is pending or running.
 	Finished bool
 	// Previous is the run before this one, to compare with.
@@ -155,13 +156,13 @@ func (h *handlers) experiment(r *web.Request) error {
 	}
 	for status, n := range d.Counts {
 		d.Total += n
-		if status != controlplane.JobPending && status != controlplane.JobRunning {
+		if status != evalqueue.Pending && status != evalqueue.Running {
 			d.Done += n
 		}
 	}
 	d.Finished = d.Done == d.Total
-	if d.Failed, _, err = h.store.ListEvalJobs(r.Context(), r.Project.ID, controlplane.EvalJobFilter{ExperimentID: x.ID,
-		Status: controlplane.JobFailed, Limit: maxFailuresShown}); err != nil {
+	if d.Failed, _, err = h.store.ListEvalJobs(r.Context(), r.Project.ID, evalqueue.Filter{ExperimentID: x.ID,
+		Status: evalqueue.Failed, Limit: maxFailuresShown}); err != nil {
 		return err
 	}
 	runs, _, err := h.store.ListDatasetRuns(r.Context(), r.Project.ID, ds.Name, 0, maxListed)

@@ -20,6 +20,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/evaljobs"
+	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 )
 
 //go:embed *.html
@@ -35,9 +36,9 @@ type Store interface {
 	ListEvalRules(ctx context.Context, projectID string, offset, limit int) ([]controlplane.EvalRule, int, error)
 	UpdateEvalRule(ctx context.Context, projectID, id string, u controlplane.EvalRuleUpdate) (controlplane.EvalRule, error)
 	DeleteEvalRule(ctx context.Context, projectID, id string) error
-	EnqueueBackfill(ctx context.Context, projectID, ruleID string, from, to time.Time) (controlplane.EvalJob, error)
-	ListEvalJobs(ctx context.Context, projectID string, f controlplane.EvalJobFilter) ([]controlplane.EvalJob, int, error)
-	RetryEvalJob(ctx context.Context, projectID, id string) (controlplane.EvalJob, error)
+	EnqueueBackfill(ctx context.Context, projectID, ruleID string, from, to time.Time) (evalqueue.Job, error)
+	ListEvalJobs(ctx context.Context, projectID string, f evalqueue.Filter) ([]evalqueue.Job, int, error)
+	RetryEvalJob(ctx context.Context, projectID, id string) (evalqueue.Job, error)
 	CountEvalJobs(ctx context.Context, projectID, ruleID, experimentID string) (map[string]int, error)
 	ListLLMConnections(ctx context.Context, projectID string, offset, limit int) ([]controlplane.LLMConnection, int, error)
 }
@@ -90,7 +91,7 @@ type listData struct {
 	Tab         string // evaluators, rules or jobs
 	Evaluators  []controlplane.Evaluator
 	Rules       []ruleRow
-	Jobs        []controlplane.EvalJob
+	Jobs        []evalqueue.Job
 	JobStatus   string
 	Templates   []template
 	Connections []controlplane.LLMConnection
@@ -129,7 +130,7 @@ func (h *handlers) listData(r *web.Request) (*listData, error) {
 	d := &listData{Tab: q.Get("tab"), Templates: templates, Form: ruleForm{Target: evaljobs.TargetTrace, Sampling: "100", Delay: "10"},
 		Fields:    []string{evaljobs.FieldName, evaljobs.FieldTags, evaljobs.FieldEnvironment, evaljobs.FieldUserID, evaljobs.FieldSessionID, evaljobs.FieldMetadata, evaljobs.FieldRelease, evaljobs.FieldVersion, evaljobs.FieldType, evaljobs.FieldModel, evaljobs.FieldLevel, evaljobs.FieldTraceName},
 		Operators: []string{evaljobs.OpEquals, evaljobs.OpNotEquals, evaljobs.OpContains, evaljobs.OpStartsWith, evaljobs.OpAnyOf, evaljobs.OpNoneOf, evaljobs.OpAllOf, evaljobs.OpExists}}
-	d.Statuses = []string{controlplane.JobPending, controlplane.JobRunning, controlplane.JobSucceeded, controlplane.JobFailed, controlplane.JobSkipped}
+	d.Statuses = []string{evalqueue.Pending, evalqueue.Running, evalqueue.Succeeded, evalqueue.Failed, evalqueue.Skipped}
 	if r.Method == http.MethodPost {
 		d.Tab = "rules"
 	}
@@ -159,7 +160,7 @@ func (h *handlers) listData(r *web.Request) (*listData, error) {
 		}
 	case "jobs":
 		d.JobStatus = q.Get("status")
-		if d.Jobs, _, err = h.store.ListEvalJobs(r.Context(), r.Project.ID, controlplane.EvalJobFilter{Status: d.JobStatus, Limit: maxListed}); err != nil {
+		if d.Jobs, _, err = h.store.ListEvalJobs(r.Context(), r.Project.ID, evalqueue.Filter{Status: d.JobStatus, Limit: maxListed}); err != nil {
 			if msg, ok := web.StoreRefusal(err); ok {
 				return nil, web.BadRequest("%s", msg)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/ui/web"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
+	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
 // editorForm is the new-version form as the person filled it in.
@@ -151,7 +152,7 @@ func (h *handlers) renderEditor(r *web.Request, status int, f editorForm, previe
 	case failure == nil:
 	case errors.As(failure, &we):
 		d.Error = we.Message
-	case errors.Is(failure, controlplane.ErrInvalid), errors.Is(failure, controlplane.ErrPromptComposition):
+	case errors.Is(failure, controlplane.ErrInvalid), errors.Is(failure, promptcompose.ErrComposition):
 		d.Error = strings.TrimPrefix(failure.Error(), controlplane.ErrInvalid.Error()+": ")
 	default:
 		return failure
