@@ -323,7 +323,7 @@ func (d *recordReader) count() int {
 		d.fail("array")
 		return 0
 	}
-	return int(v)
+	return int(v) //nolint:gosec // at most len(d.b)
 }
 
 func (d *recordReader) varint() int64 {

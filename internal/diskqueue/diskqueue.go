@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,18 +97,18 @@ func Open(dir string, opts Options) (*Queue, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // dir is the operator's configuration
 	if err != nil {
 		return nil, err
 	}
 	// Two processes appending to one directory would interleave records.
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
+		_ = lock.Close()
 		return nil, fmt.Errorf("diskqueue: %s is in use by another process: %w", dir, err)
 	}
 	q := &Queue{dir: dir, opts: opts, lock: lock, files: map[int64]*os.File{}, done: map[int64]int64{}, appended: make(chan struct{})}
 	if err := q.load(); err != nil {
-		q.closeFiles()
+		_ = q.closeFiles()
 		return nil, err
 	}
 	return q, nil
@@ -201,17 +202,17 @@ func (q *Queue) readCursor() int64 {
 	if crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
 		return -1
 	}
-	return int64(binary.LittleEndian.Uint64(b[:8]))
+	return int64(binary.LittleEndian.Uint64(b[:8])) //nolint:gosec // written from a non-negative position; checked against the segments
 }
 
 // Append adds rec at the end of the queue. Once it returns nil, rec survives
 // a crash of the process (and, with Sync, of the machine).
 func (q *Queue) Append(rec []byte) error {
-	if len(rec) == 0 {
-		return errors.New("diskqueue: empty record")
+	if len(rec) == 0 || len(rec) > math.MaxUint32 {
+		return fmt.Errorf("diskqueue: a record must hold 1 to %d bytes, not %d", uint32(math.MaxUint32), len(rec))
 	}
 	var hdr [headerSize]byte
-	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(rec)))
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(rec))) //nolint:gosec // checked above
 	binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(rec, castagnoli))
 	size := int64(headerSize + len(rec))
 
@@ -467,7 +468,7 @@ func (q *Queue) Commit(b Batch) error {
 		return nil
 	}
 	var rec [12]byte
-	binary.LittleEndian.PutUint64(rec[:8], uint64(cursor))
+	binary.LittleEndian.PutUint64(rec[:8], uint64(cursor)) //nolint:gosec // positions are not negative
 	binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[:8], castagnoli))
 	if _, err := q.cursorF.WriteAt(rec[:], 0); err != nil {
 		return fmt.Errorf("diskqueue: commit: %w", err)
@@ -486,7 +487,7 @@ func (q *Queue) dropCommitted() error {
 	for len(q.segments) > 1 && q.segments[1] <= q.cursor {
 		base := q.segments[0]
 		if f, ok := q.files[base]; ok {
-			f.Close()
+			_ = f.Close() // read-only by now; it is deleted next
 			delete(q.files, base)
 		}
 		if err := os.Remove(q.segmentPath(base)); err != nil && !errors.Is(err, os.ErrNotExist) {
