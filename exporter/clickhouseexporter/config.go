@@ -3,11 +3,13 @@ package clickhouseexporter // import "github.com/glassbox-dev/glassbox/exporter/
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
@@ -34,9 +36,17 @@ type Config struct {
 
 	// Timeout bounds one insert.
 	exporterhelper.TimeoutConfig `mapstructure:",squash"`
-	// QueueConfig buffers batches; with storage set (e.g. file_storage) the
-	// queue survives restarts and ClickHouse outages.
+	// DiskQueue holds spans on disk, already mapped, between the pipeline
+	// and ClickHouse, and inserts them in large batches. It replaces
+	// sending_queue.
+	DiskQueue configoptional.Optional[DiskQueueConfig] `mapstructure:"disk_queue"`
+	// QueueConfig is exporterhelper's queue, used when disk_queue is not
+	// set; with storage set (e.g. file_storage) it survives restarts and
+	// ClickHouse outages.
 	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// queueConfigured records that sending_queue was written in the
+	// configuration, which disk_queue does not allow.
+	queueConfigured bool
 	// BackOffConfig retries failed inserts. max_elapsed_time 0 (the default)
 	// keeps retrying until ClickHouse takes the batch, so nothing is dropped.
 	BackOffConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
@@ -47,6 +57,65 @@ type Config struct {
 
 var _ component.Config = (*Config)(nil)
 
+// Unmarshal reads the configuration and notes whether it sets sending_queue.
+// With disk_queue, the default in-memory sending_queue is left out.
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	type plain Config // without this method, so that the call below does not recurse
+	if err := conf.Unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	c.queueConfigured = conf.IsSet("sending_queue")
+	if c.DiskQueue.HasValue() && !c.queueConfigured {
+		c.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	}
+	return nil
+}
+
+// DiskQueueConfig configures the exporter's own queue on disk.
+type DiskQueueConfig struct {
+	// Directory holds the queue's segment files; one collector at a time.
+	Directory string `mapstructure:"directory"`
+	// MaxBytes bounds the queued data on disk; beyond it the pipeline
+	// refuses new spans (the receiver answers 503 and clients retry).
+	MaxBytes int64 `mapstructure:"max_bytes"`
+	// BatchBytes is the size of queued data read and sent as one block of
+	// an insert; it bounds the memory of each consumer.
+	BatchBytes int64 `mapstructure:"batch_bytes"`
+	// FlushInterval is how long one insert takes blocks, and so how long a
+	// span waits at most: ClickHouse does best with few large inserts.
+	FlushInterval time.Duration `mapstructure:"flush_interval"`
+	// Consumers is how many inserts run at once: with two, the next batch
+	// is read and sent while ClickHouse writes the last one.
+	Consumers int `mapstructure:"consumers"`
+	// Fsync flushes every append to the device, so that queued spans
+	// survive a power loss, not only a crash of the collector.
+	Fsync bool `mapstructure:"fsync"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Validate checks the disk queue's settings.
+func (c *DiskQueueConfig) Validate() error {
+	var errs []error
+	if c.Directory == "" {
+		errs = append(errs, errors.New("disk_queue: directory is required"))
+	}
+	if c.BatchBytes <= 0 {
+		errs = append(errs, errors.New("disk_queue: batch_bytes must be positive"))
+	}
+	if c.MaxBytes < c.BatchBytes {
+		errs = append(errs, errors.New("disk_queue: max_bytes must be at least batch_bytes"))
+	}
+	if c.Consumers < 1 {
+		errs = append(errs, errors.New("disk_queue: consumers must be at least 1"))
+	}
+	if c.FlushInterval < 0 {
+		errs = append(errs, errors.New("disk_queue: flush_interval must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
 var errNoDSN = errors.New("dsn is required")
 
 // Validate checks the configuration.
@@ -56,6 +125,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RenamedReplicated != nil {
 		return errors.New("replicated was renamed replicated_engines, the key the API server's clickhouse section uses")
+	}
+	if c.DiskQueue.HasValue() && c.queueConfigured {
+		return errors.New("disk_queue replaces sending_queue: configure one of them")
 	}
 	if err := c.storeConfig().Validate(); err != nil {
 		return fmt.Errorf("clickhouse: %w", err)

@@ -62,14 +62,27 @@ func TestLoadConfig(t *testing.T) {
 	noQueue := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "no_queue"))
 	require.NoError(t, confmap.Validate(noQueue))
 	assert.False(t, noQueue.QueueConfig.HasValue())
+	assert.False(t, noQueue.DiskQueue.HasValue(), "the disk queue is opt-in")
+
+	disk := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "disk_queue"))
+	require.NoError(t, confmap.Validate(disk))
+	assert.False(t, disk.QueueConfig.HasValue(), "the disk queue replaces the default sending_queue")
+	dq := disk.DiskQueue.Get()
+	assert.Equal(t, "/var/lib/glassbox/queue", dq.Directory)
+	assert.Equal(t, int64(defaultDiskQueueMaxBytes), dq.MaxBytes)
+	assert.Equal(t, int64(defaultDiskQueueBatchBytes), dq.BatchBytes)
+	assert.Equal(t, defaultFlushInterval, dq.FlushInterval)
+	assert.Equal(t, defaultDiskQueueConsumers, dq.Consumers)
 }
 
 func TestInvalidConfig(t *testing.T) {
 	for name, want := range map[string]string{
-		"no_dsn":    errNoDSN.Error(),
-		"http":      "only the native protocol",
-		"bad_names": `database "my-db"`,
-		"bad_queue": "queue_size",
+		"no_dsn":                       errNoDSN.Error(),
+		"http":                         "only the native protocol",
+		"bad_names":                    `database "my-db"`,
+		"bad_queue":                    "queue_size",
+		"two_queues":                   "disk_queue replaces sending_queue",
+		"disk_queue_without_directory": "disk_queue: directory is required",
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := loadConfig(t, "invalid.yaml", component.NewIDWithName(Type, name))

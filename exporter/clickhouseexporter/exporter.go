@@ -3,6 +3,8 @@ package clickhouseexporter // import "github.com/glassbox-dev/glassbox/exporter/
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -14,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/diskqueue"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
 )
@@ -26,10 +29,19 @@ type chExporter struct {
 
 	store *chstore.Store
 
+	// With disk_queue: the queue, its consumer's cancel and end, and the
+	// record buffers that enqueue reuses.
+	queue    *diskqueue.Queue
+	stop     context.CancelFunc
+	consumed chan struct{}
+	buffers  sync.Pool
+
 	rows      metric.Int64Counter
 	invalid   metric.Int64Counter
 	failures  metric.Int64Counter
 	duration  metric.Float64Histogram
+	corrupt   metric.Int64Counter
+	meter     metric.Meter
 	retryable metric.MeasurementOption
 	permanent metric.MeasurementOption
 }
@@ -40,19 +52,23 @@ func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 	invalid, err2 := invalidMetric.Int64Counter(meter)
 	failures, err3 := failuresMetric.Int64Counter(meter)
 	duration, err4 := durationMetric.Float64Histogram(meter)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	corrupt, err5 := corruptMetric.Int64Counter(meter)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
-	return &chExporter{
+	e := &chExporter{
 		cfg:       cfg,
 		logger:    set.Logger,
 		rows:      rows,
 		invalid:   invalid,
 		failures:  failures,
 		duration:  duration,
+		corrupt:   corrupt,
 		retryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool("retryable", true))),
 		permanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool("retryable", false))),
-	}, nil
+		meter:     meter,
+	}
+	return e, nil
 }
 
 // start tries once to connect (and migrate); when ClickHouse is not there
@@ -66,14 +82,238 @@ func (e *chExporter) start(ctx context.Context, _ component.Host) error {
 		return err
 	}
 	e.store = s
+	dq := e.cfg.DiskQueue.Get()
+	if dq == nil {
+		return nil
+	}
+	q, err := diskqueue.Open(dq.Directory, diskqueue.Options{MaxBytes: dq.MaxBytes, Sync: dq.Fsync})
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	if _, err := queueBytesMetric.Int64ObservableGauge(e.meter, func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(q.Size())
+		return nil
+	}); err != nil {
+		return errors.Join(err, q.Close(), s.Close())
+	}
+	e.queue = q
+	ctx, e.stop = context.WithCancel(context.Background())
+	e.consumed = make(chan struct{})
+	go func() {
+		defer close(e.consumed)
+		e.consume(ctx, dq)
+	}()
 	return nil
 }
 
 func (e *chExporter) shutdown(context.Context) error {
-	if e.store == nil {
+	var errs []error
+	if e.queue != nil {
+		// An insert cut short here is sent again after the restart.
+		e.stop()
+		<-e.consumed
+		errs = append(errs, e.queue.Close())
+	}
+	if e.store != nil {
+		errs = append(errs, e.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// enqueue maps td and appends it to the disk queue as one record; the
+// spans are acknowledged once it is there.
+func (e *chExporter) enqueue(ctx context.Context, td ptrace.Traces) error {
+	obs := e.dropInvalid(ctx, mapping.Observations(td, time.Now()))
+	if len(obs) == 0 {
 		return nil
 	}
-	return e.store.Close()
+	buf, _ := e.buffers.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	defer e.buffers.Put(buf)
+	*buf = chstore.AppendObservationRecord((*buf)[:0], obs)
+	if err := e.queue.Append(*buf); err != nil {
+		// Full or a disk error: the receiver refuses the data and the
+		// client retries it.
+		return fmt.Errorf("queue %d observations: %w", len(obs), err)
+	}
+	return nil
+}
+
+// consume runs the disk queue's consumers until ctx ends.
+func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
+	var consumers sync.WaitGroup
+	for range cfg.Consumers {
+		consumers.Go(func() { e.insertLoop(ctx, cfg) })
+	}
+	consumers.Wait()
+}
+
+// insertLoop delivers the queue's records in inserts that each last about
+// flush_interval: it waits for a first batch, then sends it and every
+// batch that is queued within the interval as blocks of one insert, so that
+// ClickHouse writes few large parts while the collector holds one batch.
+// The batches are committed once the insert succeeded.
+func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
+	var buf []byte
+	read := func(wait bool) (diskqueue.Batch, error) {
+		var b diskqueue.Batch
+		var err error
+		if wait {
+			b, buf, err = e.queue.Read(ctx, buf, cfg.BatchBytes, cfg.FlushInterval)
+		} else {
+			b, buf, err = e.queue.ReadNow(buf, cfg.BatchBytes)
+		}
+		if b.Corrupt > 0 {
+			e.corrupt.Add(ctx, b.Corrupt)
+			e.logger.Error("Disk queue data failed its checksum and was skipped", zap.Int64("bytes", b.Corrupt))
+		}
+		return b, err
+	}
+	for {
+		first, err := read(true)
+		if err != nil {
+			return // the exporter is shutting down
+		}
+		window := []diskqueue.Batch{first}
+		start := time.Now()
+		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
+			if time.Since(start) >= cfg.FlushInterval {
+				return diskqueue.Batch{}, false
+			}
+			b, err := read(false)
+			if err != nil {
+				return b, false
+			}
+			if len(b.Records) > 0 || b.Corrupt > 0 {
+				window = append(window, b) // committed with the rest, skipped data too
+			}
+			return b, len(b.Records) > 0
+		})
+		if err != nil && !e.retryWindow(ctx, window, err, &buf) {
+			return
+		}
+		for _, b := range window {
+			if err := e.queue.Commit(b); err != nil {
+				e.logger.Error("Cannot record a delivered batch; it will be inserted again after a restart", zap.Error(err))
+			}
+		}
+	}
+}
+
+// insertWindow sends first and then the batches more returns, as blocks of
+// one insert.
+func (e *chExporter) insertWindow(ctx context.Context, first diskqueue.Batch, more func() (diskqueue.Batch, bool)) error {
+	began := time.Now()
+	ins, err := e.store.BeginObservationInsert(ctx)
+	if err != nil {
+		return e.count(ctx, err)
+	}
+	defer ins.Close()
+	b, ok := first, true
+	for ; ok; b, ok = more() {
+		if err := ins.Add(b.Records); err != nil {
+			return e.count(ctx, err)
+		}
+	}
+	n, err := ins.Send()
+	if err != nil {
+		return e.count(ctx, err)
+	}
+	e.duration.Record(ctx, time.Since(began).Seconds())
+	e.rows.Add(ctx, int64(n))
+	return nil
+}
+
+// retryWindow delivers the batches of a failed insert again, read back from
+// the queue, until ClickHouse takes them or ctx ends, and reports whether it
+// did. When ClickHouse refuses rows, the records go one by one and only
+// those it refuses are dropped.
+func (e *chExporter) retryWindow(ctx context.Context, window []diskqueue.Batch, err error, buf *[]byte) bool {
+	for attempt := 0; ; attempt++ {
+		if chstore.Permanent(err) {
+			return e.insertEachRecord(ctx, window, buf)
+		}
+		e.logger.Info("Insert failed; retrying", zap.Error(err), zap.Int("attempt", attempt+1))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(e.backoff(attempt)):
+		}
+		i := 0
+		var reread error
+		err = e.insertWindow(ctx, diskqueue.Batch{}, func() (diskqueue.Batch, bool) {
+			if i == len(window) || reread != nil {
+				return diskqueue.Batch{}, false
+			}
+			var b diskqueue.Batch
+			b, *buf, reread = e.queue.Reread(window[i], *buf)
+			i++
+			return b, reread == nil
+		})
+		if reread != nil {
+			return false // the queue is closing: the window stays queued
+		}
+		if err == nil {
+			return true
+		}
+	}
+}
+
+// insertEachRecord inserts the window's records one at a time, dropping
+// those ClickHouse refuses, and reports whether it got through before ctx
+// ended.
+func (e *chExporter) insertEachRecord(ctx context.Context, window []diskqueue.Batch, buf *[]byte) bool {
+	for _, w := range window {
+		var b diskqueue.Batch
+		var err error
+		if b, *buf, err = e.queue.Reread(w, *buf); err != nil {
+			return false
+		}
+		for _, rec := range b.Records {
+			for attempt := 0; ; attempt++ {
+				err := e.insertWindow(ctx, diskqueue.Batch{Records: [][]byte{rec}}, func() (diskqueue.Batch, bool) { return diskqueue.Batch{}, false })
+				if err == nil {
+					break
+				}
+				if chstore.Permanent(err) {
+					e.logger.Error("ClickHouse refused a queued record; dropping it", zap.Error(err))
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return false
+				case <-time.After(e.backoff(attempt)):
+				}
+			}
+		}
+	}
+	return true
+}
+
+// count records a failed insert by whether it can be retried.
+func (e *chExporter) count(ctx context.Context, err error) error {
+	if chstore.Permanent(err) {
+		e.failures.Add(ctx, 1, e.permanent)
+	} else {
+		e.failures.Add(ctx, 1, e.retryable)
+	}
+	return err
+}
+
+// backoff is the wait before retry attempt+1: retry_on_failure's initial
+// interval, multiplied each time up to its maximum.
+func (e *chExporter) backoff(attempt int) time.Duration {
+	b := e.cfg.BackOffConfig
+	d := float64(b.InitialInterval)
+	for range attempt {
+		d *= b.Multiplier
+		if d >= float64(b.MaxInterval) {
+			return b.MaxInterval
+		}
+	}
+	return time.Duration(d)
 }
 
 func (e *chExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {

@@ -20,6 +20,15 @@ const (
 	defaultTimeout = 30 * time.Second
 )
 
+// The disk queue's defaults: a gigabyte of backlog (minutes of an outage at
+// full load), and batches that make ClickHouse's parts large.
+const (
+	defaultDiskQueueMaxBytes   = 1 << 30
+	defaultDiskQueueBatchBytes = 4 << 20
+	defaultFlushInterval       = time.Second
+	defaultDiskQueueConsumers  = 2
+)
+
 // Type is the component type of the exporter, glassbox_clickhouse.
 var Type = component.MustNewType(typeStr)
 
@@ -36,6 +45,13 @@ func createDefaultConfig() component.Config {
 		Database:      chstore.DefaultDatabase,
 		CreateSchema:  true,
 		TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
+		DiskQueue: configoptional.Default(DiskQueueConfig{
+			MaxBytes:      defaultDiskQueueMaxBytes,
+			BatchBytes:    defaultDiskQueueBatchBytes,
+			FlushInterval: defaultFlushInterval,
+			Consumers:     defaultDiskQueueConsumers,
+		}),
+		// In memory unless configured; left out with disk_queue (Unmarshal).
 		QueueConfig:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
 		BackOffConfig: retry,
 	}
@@ -46,6 +62,16 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	e, err := newExporter(c, set)
 	if err != nil {
 		return nil, err
+	}
+	if c.DiskQueue.HasValue() {
+		// Appending to the disk queue is quick and local: the queue's
+		// consumer owns the timeout and the retries of the inserts.
+		return exporterhelper.NewTraces(ctx, set, cfg, e.enqueue,
+			exporterhelper.WithStart(e.start),
+			exporterhelper.WithShutdown(e.shutdown),
+			exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
+			exporterhelper.WithQueue(configoptional.None[exporterhelper.QueueBatchConfig]()),
+			exporterhelper.WithRetry(configretry.BackOffConfig{Enabled: false}))
 	}
 	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces,
 		exporterhelper.WithStart(e.start),

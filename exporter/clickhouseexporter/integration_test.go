@@ -21,13 +21,17 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/diskqueue"
+	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 )
 
@@ -105,10 +109,9 @@ func TestExportStoresObservations(t *testing.T) {
 	assert.Equal(t, uint64(2), hist.Data.(metricdata.Histogram[float64]).DataPoints[0].Count)
 }
 
-// TestPersistentQueueSurvivesOutage stops ClickHouse while spans keep coming,
-// restarts the collector's exporter while it is still down, then brings
-// ClickHouse back: every accepted span is stored and reads return it once.
-func TestPersistentQueueSurvivesOutage(t *testing.T) {
+// TestQueueSurvivesOutage runs both durable queues through a ClickHouse
+// outage and a restart of the exporter during it.
+func TestQueueSurvivesOutage(t *testing.T) {
 	chtest.DSN(t) // runs where ClickHouse tests run; the server here is a private one it can stop
 	script, err := filepath.Abs("../../scripts/clickhouse.sh")
 	require.NoError(t, err)
@@ -122,50 +125,67 @@ func TestPersistentQueueSurvivesOutage(t *testing.T) {
 	ctl("start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
 	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
 
-	storeCfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp), Database: "outage", QueryTimeout: 10 * time.Second}
-	queueDir := t.TempDir()
 	storageID := component.MustNewIDWithName("file_storage", "queue")
-	newExporter := func() (exporter.Traces, component.Host) {
-		cfg := createDefaultConfig().(*Config)
-		cfg.DSN, cfg.Database, cfg.Timeout = configopaque.String(storeCfg.DSN), storeCfg.Database, 5*time.Second
-		q := exporterhelper.NewDefaultQueueConfig()
-		q.StorageID = &storageID
-		q.NumConsumers = 2
-		cfg.QueueConfig = configoptional.Some(q)
-		cfg.BackOffConfig.InitialInterval, cfg.BackOffConfig.MaxInterval = 100*time.Millisecond, 500*time.Millisecond
-		// The queue is found again by the exporter's id, as after a collector restart.
-		set := exportertest.NewNopSettings(Type)
-		set.ID = component.NewIDWithName(Type, "outage")
-		exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
-		require.NoError(t, err)
-		host := storageHost{storageID: &diskStorage{dir: queueDir}}
-		return exp, host
+	for name, durable := range map[string]func(cfg *Config, dir string) component.Host{
+		"sending_queue on file storage": func(cfg *Config, dir string) component.Host {
+			q := exporterhelper.NewDefaultQueueConfig()
+			q.StorageID = &storageID
+			q.NumConsumers = 2
+			cfg.QueueConfig = configoptional.Some(q)
+			return storageHost{storageID: &diskStorage{dir: dir}}
+		},
+		"disk_queue": func(cfg *Config, dir string) component.Host {
+			cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+			cfg.DiskQueue = configoptional.Some(DiskQueueConfig{
+				Directory: dir, MaxBytes: 1 << 20, BatchBytes: 4096, FlushInterval: 50 * time.Millisecond, Consumers: 2,
+			})
+			return componenttest.NewNopHost()
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			storeCfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp), Database: "outage_" + strings.Fields(name)[0], QueryTimeout: 10 * time.Second}
+			queueDir := t.TempDir()
+			newExporter := func() (exporter.Traces, component.Host) {
+				cfg := createDefaultConfig().(*Config)
+				cfg.DSN, cfg.Database, cfg.Timeout = configopaque.String(storeCfg.DSN), storeCfg.Database, 5*time.Second
+				cfg.BackOffConfig.InitialInterval, cfg.BackOffConfig.MaxInterval = 100*time.Millisecond, 500*time.Millisecond
+				host := durable(cfg, queueDir)
+				require.NoError(t, confmap.Validate(cfg))
+				// The queue is found again by the exporter's id, as after a collector restart.
+				set := exportertest.NewNopSettings(Type)
+				set.ID = component.NewIDWithName(Type, "outage")
+				set.Logger = zaptest.NewLogger(t)
+				exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+				require.NoError(t, err)
+				return exp, host
+			}
+
+			first, host := newExporter()
+			require.NoError(t, first.Start(context.Background(), host))
+			require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", 0, 40)))
+			s := openStore(t, storeCfg)
+			require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 40 }, 20*time.Second, 100*time.Millisecond)
+
+			ctl("stop", dir)
+			for i := 40; i < 100; i += 10 {
+				require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", i, 10)), "the queue accepts spans while ClickHouse is down")
+			}
+			time.Sleep(500 * time.Millisecond) // let the consumers fail and retry at least once
+			require.NoError(t, first.Shutdown(context.Background()))
+
+			// A restarted collector with ClickHouse still down starts at once and queues more.
+			second, host := newExporter()
+			began := time.Now()
+			require.NoError(t, second.Start(context.Background(), host))
+			assert.Less(t, time.Since(began), 3*time.Second)
+			defer func() { require.NoError(t, second.Shutdown(context.Background())) }()
+			require.NoError(t, second.ConsumeTraces(context.Background(), spans("proj", 100, 40)))
+
+			ctl("start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
+			require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 140 }, 60*time.Second, 200*time.Millisecond)
+			assert.Equal(t, wantIDs(140), storedIDs(t, s, "proj"))
+		})
 	}
-
-	first, host := newExporter()
-	require.NoError(t, first.Start(context.Background(), host))
-	require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", 0, 40)))
-	s := openStore(t, storeCfg)
-	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 40 }, 20*time.Second, 100*time.Millisecond)
-
-	ctl("stop", dir)
-	for i := 40; i < 100; i += 10 {
-		require.NoError(t, first.ConsumeTraces(context.Background(), spans("proj", i, 10)), "the queue accepts spans while ClickHouse is down")
-	}
-	time.Sleep(500 * time.Millisecond) // let the consumers fail and retry at least once
-	require.NoError(t, first.Shutdown(context.Background()))
-
-	// A restarted collector with ClickHouse still down starts at once and queues more.
-	second, host := newExporter()
-	began := time.Now()
-	require.NoError(t, second.Start(context.Background(), host))
-	assert.Less(t, time.Since(began), 3*time.Second)
-	defer func() { require.NoError(t, second.Shutdown(context.Background())) }()
-	require.NoError(t, second.ConsumeTraces(context.Background(), spans("proj", 100, 40)))
-
-	ctl("start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
-	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 140 }, 60*time.Second, 200*time.Millisecond)
-	assert.Equal(t, wantIDs(140), storedIDs(t, s, "proj"))
 }
 
 func freePort(t *testing.T) int {
@@ -174,6 +194,55 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestDiskQueueDropsOnlyWhatClickHouseRefuses queues a record that cannot be
+// decoded between two good ones: the good ones are stored, the bad one is
+// dropped and counted, and nothing holds up the queue.
+func TestDiskQueueDropsOnlyWhatClickHouseRefuses(t *testing.T) {
+	storeCfg := chtest.Config(t)
+	dir := t.TempDir()
+	q, err := diskqueue.Open(dir, diskqueue.Options{MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	good := func(first int) []byte {
+		obs := mapping.Observations(spans("proj", first, 2), time.Now())
+		return chstore.AppendObservationRecord(nil, obs)
+	}
+	require.NoError(t, q.Append(good(0)))
+	require.NoError(t, q.Append([]byte{1, 5, 0xff}))
+	require.NoError(t, q.Append(good(2)))
+	require.NoError(t, q.Close())
+
+	cfg := createDefaultConfig().(*Config)
+	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
+	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	cfg.DiskQueue = configoptional.Some(DiskQueueConfig{Directory: dir, MaxBytes: 1 << 20, BatchBytes: 1 << 20, FlushInterval: 10 * time.Millisecond, Consumers: 1})
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	set := exportertest.NewNopSettings(Type)
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+
+	s := openStore(t, storeCfg)
+	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 4 }, 20*time.Second, 50*time.Millisecond)
+	assert.Equal(t, wantIDs(4), storedIDs(t, s, "proj"))
+	assert.Equal(t, int64(4), sumCounter(t, tt, "otelcol_exporter_glassbox_clickhouse_rows"))
+	require.Eventually(t, func() bool {
+		size, err := tt.GetMetric("otelcol_exporter_glassbox_clickhouse_disk_queue_size")
+		return err == nil && size.Data.(metricdata.Gauge[int64]).DataPoints[0].Value == 0
+	}, 10*time.Second, 50*time.Millisecond, "the queue is empty once everything is delivered or dropped")
+	failures, err := tt.GetMetric("otelcol_exporter_glassbox_clickhouse_insert_failures")
+	require.NoError(t, err)
+	var permanent int64
+	for _, dp := range failures.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, _ := dp.Attributes.Value("retryable"); !v.AsBool() {
+			permanent += dp.Value
+		}
+	}
+	assert.Equal(t, int64(2), permanent, "the batch of three, then the bad record alone")
 }
 
 // storageHost offers storage extensions to the exporter's persistent queue.

@@ -15,6 +15,14 @@ var (
 		Name: "otelcol_exporter_glassbox_clickhouse_insert_failures", Unit: "{insert}",
 		Description: "Failed inserts, by whether a retry can succeed.", Attributes: "`retryable`: `true`, `false`",
 	}
+	queueBytesMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_disk_queue_size", Unit: "By",
+		Description: "Bytes in the disk queue not yet inserted (with disk_queue).",
+	}
+	corruptMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_disk_queue_corrupt", Unit: "By",
+		Description: "Bytes of the disk queue skipped because they failed their checksum (damage on disk).",
+	}
 	durationMetric = selfmetrics.Metric{
 		Name: "otelcol_exporter_glassbox_clickhouse_insert_duration", Description: "Duration of one insert into ClickHouse.", Unit: "s",
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
@@ -17,18 +14,16 @@ import (
 // ErrInvalid marks input that can never be stored; retrying it cannot help.
 var ErrInvalid = errors.New("invalid record")
 
-// observationInsertColumns lists every stored column in Append order. 18.16
+// observationInsertColumns lists every stored column in insert order. 18.16
 // answers an INSERT without a column list with an empty header, so the list
 // is always explicit.
-var observationInsertColumns = slices.Concat([]string{
-	"project_id", "trace_id", "id", "parent_id", "type", "name",
-	"start_time", "start_time_us", "end_time_us", "completion_start_time_us",
-	"level", "status_message", "input", "output", "metadata",
-	"model", "model_parameters", "usage_keys", "usage_values", "cost_keys", "cost_values", "total_cost",
-	"prompt_name", "prompt_version", "environment", "release", "version",
-	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input", "trace_output", "is_root",
-	"service_name", "scope_name", "scope_version", "sample_rate", "event_ts",
-}, experimentInsertColumns)
+var observationInsertColumns = func() []string {
+	var names []string
+	for _, c := range new(observationBatch).columns() {
+		names = append(names, c.name)
+	}
+	return names
+}()
 
 // experimentInsertColumns hold model.Experiment, in Append order.
 var experimentInsertColumns = []string{
@@ -65,46 +60,12 @@ func (s *Store) InsertObservations(ctx context.Context, obs []model.Observation)
 			return err
 		}
 	}
-	storedAt := uint64(time.Now().UnixMicro())
-	err := s.insert(ctx, s.ddl.name(observationsTable), observationInsertColumns, len(obs), func(i int) []any {
-		o := &obs[i]
-		e := &o.Experiment
-		usageKeys, usageValues := sortedPairs(o.UsageDetails)
-		costKeys, costValues := sortedPairs(o.CostDetails)
-		tags := o.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		return []any{
-			o.ProjectID, o.TraceID, o.ID, o.ParentID, o.Type, o.Name,
-			time.Unix(o.StartTime/1e6, 0).UTC(), o.StartTime, o.EndTime, o.CompletionStartTime,
-			o.Level, o.StatusMessage, o.Input, o.Output, jsonObject(o.Metadata),
-			o.Model, o.ModelParameters, usageKeys, usageValues, costKeys, costValues, totalCost(o.CostDetails),
-			o.PromptName, o.PromptVersion, o.Environment, o.Release, o.Version,
-			o.TraceName, o.UserID, o.SessionID, tags, boolByte(o.Public), jsonObject(o.TraceMetadata), o.TraceInput, o.TraceOutput, boolByte(o.IsRoot),
-			o.ServiceName, o.ScopeName, o.ScopeVersion, o.SampleRate, storedAt,
-			e.ID, e.Name, e.DatasetID, e.ItemID, e.ItemRootID, e.Description, e.Metadata, e.ItemMetadata, e.ItemExpectedOutput,
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("insert %d observations: %w", len(obs), err)
-	}
-	return nil
+	_, err := s.InsertObservationRecords(ctx, [][]byte{AppendObservationRecord(nil, obs)})
+	return err
 }
 
 func insertInto(table string, columns []string) string {
 	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ")"
-}
-
-// sortedPairs turns a map into parallel key/value arrays in key order, so that
-// equal maps are stored as equal arrays.
-func sortedPairs[V any](m map[string]V) ([]string, []V) {
-	keys := slices.Sorted(maps.Keys(m))
-	values := make([]V, len(keys))
-	for i, k := range keys {
-		values[i] = m[k]
-	}
-	return keys, values
 }
 
 // totalCost is the "total" cost entry when the source gave one, else the sum

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 type rowScanner interface {
@@ -68,6 +70,33 @@ func anySlice[T any](vs []T) []any {
 
 // insert sends n rows as one batch INSERT with an explicit column list; row
 // returns the values of row i in column order.
+func (s *Store) insert(ctx context.Context, table string, columns []string, n int, row func(i int) []any) error {
+	return s.insertColumns(ctx, table, columns, func(batch driver.Batch) error {
+		for i := range n {
+			if err := batch.Append(row(i)...); err != nil {
+				return fmt.Errorf("%w: row %d: %w", ErrInvalid, i, err)
+			}
+		}
+		return nil
+	})
+}
+
+// insertColumns sends one batch INSERT with an explicit column list, filled
+// by fill.
+func (s *Store) insertColumns(ctx context.Context, table string, columns []string, fill func(driver.Batch) error) error {
+	batch, detach, err := s.prepareInsert(ctx, table, columns)
+	if err != nil {
+		return err
+	}
+	defer detach()
+	defer batch.Close()
+	if err := fill(batch); err != nil {
+		return err
+	}
+	return unavailable(batch.Send())
+}
+
+// prepareInsert starts a batch INSERT; the caller calls detach when done.
 //
 // clickhouse-go's batch Send closes its connection when the batch context
 // ends, from a goroutine that can notice the end only after Send has handed
@@ -75,19 +104,13 @@ func anySlice[T any](vs []T) []any {
 // the driver gets a context detached from the caller's that ends only at its
 // deadline, long after that goroutine is gone; the caller's cancellation still
 // reaches it while the insert runs.
-func (s *Store) insert(ctx context.Context, table string, columns []string, n int, row func(i int) []any) error {
+func (s *Store) prepareInsert(ctx context.Context, table string, columns []string) (driver.Batch, func() bool, error) {
 	batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 	detach := context.AfterFunc(ctx, cancel)
-	defer detach()
 	batch, err := s.conn.PrepareBatch(batchCtx, insertInto(table, columns))
 	if err != nil {
-		return fmt.Errorf("prepare insert: %w", unavailable(err))
+		detach()
+		return nil, nil, fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
-	defer batch.Close()
-	for i := range n {
-		if err := batch.Append(row(i)...); err != nil {
-			return fmt.Errorf("%w: row %d: %w", ErrInvalid, i, err)
-		}
-	}
-	return unavailable(batch.Send())
+	return batch, detach, nil
 }

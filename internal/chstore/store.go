@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,6 +41,8 @@ type Store struct {
 	// retention holds each project's retention in days (SetRetention):
 	// reads leave out rows older than it before ExpireBefore deletes them.
 	retention atomic.Pointer[map[string]int]
+	// batches recycles the column buffers of observation inserts.
+	batches sync.Pool
 }
 
 // Open connects to ClickHouse and checks that the server answers. It creates
@@ -139,6 +142,7 @@ func newStore(cfg Config) (*Store, error) {
 		cfg:  cfg,
 		ddl:  ddl{db: cfg.Database, cluster: cfg.Cluster, replicated: cfg.ReplicatedEngines},
 	}
+	s.batches.New = func() any { return new(observationBatch) }
 	s.ready.Store(true)
 	return s, nil
 }

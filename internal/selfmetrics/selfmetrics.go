@@ -39,6 +39,16 @@ func (m Metric) Float64Histogram(meter metric.Meter) (metric.Float64Histogram, e
 	return h, nil
 }
 
+// Int64ObservableGauge creates the gauge m declares, read by observe.
+func (m Metric) Int64ObservableGauge(meter metric.Meter, observe metric.Int64Callback) (metric.Int64ObservableGauge, error) {
+	g, err := meter.Int64ObservableGauge(m.Name, metric.WithDescription(m.Description), metric.WithUnit(m.Unit),
+		metric.WithInt64Callback(observe))
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", m.Name, err)
+	}
+	return g, nil
+}
+
 // Table renders the metrics as the Markdown table of a README's Telemetry
 // section.
 func Table(metrics ...Metric) string {

@@ -23,6 +23,7 @@ type allInOne struct {
 	DataDir                 string
 	PublicKey, SecretKey    string
 	UserEmail, UserPassword string // the first owner, who signs in to the UI
+	env                     map[string]string
 }
 
 func startAllInOne(t *testing.T) *allInOne {
@@ -34,12 +35,12 @@ func startAllInOne(t *testing.T) *allInOne {
 // route answers health (503 while ClickHouse is down).
 func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 	t.Helper()
-	bin := requireEnv(t, "GLASSBOX_BIN")
+	requireEnv(t, "GLASSBOX_BIN")
 	dataDir := t.TempDir()
 	port := freePort(t)
 	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789-0123456789abcd",
-		UserEmail: "admin@glassbox.local", UserPassword: "first owner password"}
-	env := map[string]string{
+		UserEmail: "admin@glassbox.local", UserPassword: "first owner password", DataDir: dataDir}
+	a.env = map[string]string{
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
 		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"GLASSBOX_METRICS_PORT":        fmt.Sprint(freePort(t)),
@@ -57,19 +58,26 @@ func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 		"GLASSBOX_INIT_USER_EMAIL":     a.UserEmail,
 		"GLASSBOX_INIT_USER_PASSWORD":  a.UserPassword,
 	}
-	c := &collector{BaseURL: "http://" + env["GLASSBOX_LISTEN"], log: &lockedBuffer{}, done: make(chan struct{})}
-	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/all-in-one.yaml"))
+	a.run(t, health)
+	return a
+}
+
+// run starts the process with a's environment, on its data directory and
+// port, and waits until its health route answers health.
+func (a *allInOne) run(t *testing.T, health int) {
+	t.Helper()
+	c := &collector{BaseURL: "http://" + a.env["GLASSBOX_LISTEN"], log: &lockedBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(requireEnv(t, "GLASSBOX_BIN"), "--config", repoPath(t, "configs/all-in-one.yaml"))
 	c.cmd.Env = os.Environ()
-	for k, v := range env {
+	for k, v := range a.env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	require.NoError(t, c.cmd.Start())
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
 	t.Cleanup(func() { c.stop(t) })
+	a.collector = c
 	c.waitHealth(t, health)
-	a.collector, a.DataDir = c, dataDir
-	return a
 }
 
 // repoPath resolves a path relative to the repository root.

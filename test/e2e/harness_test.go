@@ -72,9 +72,6 @@ extensions:
         secret: {{.SecretKey}}
         project_id: {{.ID}}
 {{- end}}
-  file_storage/queue:
-    directory: {{.QueueDir}}
-    create_directory: true
 receivers:
   glassbox_ingest:
     http:
@@ -88,18 +85,16 @@ exporters:
   glassbox_clickhouse:
     dsn: {{.DSN}}
     database: {{.Database}}
-    sending_queue:
-      enabled: true
-      storage: file_storage/queue
-      batch:
-        flush_timeout: 100ms
+    disk_queue:
+      directory: {{.QueueDir}}
+      flush_interval: 100ms
     retry_on_failure:
       enabled: true
       initial_interval: 500ms
       max_interval: 2s
       max_elapsed_time: 0s
 service:
-  extensions: [glassbox_auth, file_storage/queue]
+  extensions: [glassbox_auth]
   telemetry:
     metrics:
       level: none

@@ -3,27 +3,39 @@
 //
 //	loadgen -url http://127.0.0.1:3000/api/public/otel/v1/traces -user pk -pass sk \
 //	        -mix agent -duration 30s -workers 8 -batch 200
+//
+// It costs little per span, so that it does not take the CPU it measures: at
+// start it encodes a pool of distinct requests whose text has English-like
+// statistics, and each send copies one and writes fresh trace and span ids
+// into it (every id of a run is distinct, so stored counts are exact).
+// With -collector-pid and -clickhouse-pid it reports the CPU those processes
+// used from the first request until every acknowledged span was stored (and,
+// for ClickHouse, until its merges settled).
 package main
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
@@ -34,89 +46,190 @@ type result struct {
 	Failed         int64   `json:"failed"`
 	Spans          int64   `json:"spans"`
 	BytesPerSpan   int     `json:"bytes_per_span"`
+	PoolRequests   int     `json:"pool_requests"`
+	TextGzipRatio  float64 `json:"text_gzip_ratio"`
+	RateTarget     float64 `json:"rate_target,omitempty"`
 	Seconds        float64 `json:"seconds"`
 	SpansPerSecond float64 `json:"spans_per_second"`
 	AckP50Millis   float64 `json:"ack_p50_ms"`
 	AckP99Millis   float64 `json:"ack_p99_ms"`
+	// LoadgenCPUMicrosPerSpan is this process's own CPU while sending, per
+	// acknowledged span.
+	LoadgenCPUMicrosPerSpan float64 `json:"loadgen_cpu_us_per_span"`
 	// Stored* are set with -clickhouse-dsn: how long until every acknowledged
 	// span was readable, counted from the first request.
 	StoredSpans          int     `json:"stored_spans,omitempty"`
 	StoredSeconds        float64 `json:"stored_seconds,omitempty"`
 	StoredSpansPerSecond float64 `json:"stored_spans_per_second,omitempty"`
+	// CPU seconds of the watched processes from the first request until every
+	// span was stored (until the last acknowledgement without -clickhouse-dsn);
+	// ClickHouseCPUMergedSeconds runs on until no merge was left.
+	CollectorCPUSeconds        float64 `json:"collector_cpu_s,omitempty"`
+	ClickHouseCPUSeconds       float64 `json:"clickhouse_cpu_s,omitempty"`
+	ClickHouseCPUMergedSeconds float64 `json:"clickhouse_cpu_merged_s,omitempty"`
+	MergesSettledSeconds       float64 `json:"merges_settled_seconds,omitempty"`
+	// Error says why the run failed; the figures above are then partial.
+	Error string `json:"error,omitempty"`
 }
 
 func main() {
 	url := flag.String("url", "http://127.0.0.1:3000/api/public/otel/v1/traces", "OTLP/HTTP traces URL")
 	user := flag.String("user", "", "basic auth user (public key)")
 	pass := flag.String("pass", "", "basic auth password (secret key)")
-	mix := flag.String("mix", "agent", "span mix: agent (~1.4 KB/span) or generation (~6 KB/span)")
+	mix := flag.String("mix", "agent", "span mix: agent (~1.3 KB/span) or generation (~6.8 KB/span)")
 	duration := flag.Duration("duration", 20*time.Second, "how long to send")
 	workers := flag.Int("workers", 8, "concurrent senders")
 	batch := flag.Int("batch", 200, "spans per request")
+	rate := flag.Float64("rate", 0, "target spans/s across all workers (0: as fast as acknowledged)")
+	poolBytes := flag.Int("pool-mib", 48, "MiB of distinct pre-encoded requests to cycle through")
+	seed := flag.Uint64("seed", 1, "seed of the text generator")
 	chDSN := flag.String("clickhouse-dsn", "", "when set, wait until every acknowledged span is stored in this ClickHouse")
 	chDatabase := flag.String("clickhouse-database", "glassbox", "database the collector writes to")
 	project := flag.String("project", "", "project id the key belongs to (with -clickhouse-dsn)")
 	storeTimeout := flag.Duration("store-timeout", 5*time.Minute, "how long to wait for the spans to be stored")
+	collectorPID := flag.Int("collector-pid", 0, "report this process's CPU time over the run")
+	clickhousePID := flag.Int("clickhouse-pid", 0, "report this process's CPU time over the run, merges included (with -clickhouse-dsn)")
+	readyFile := flag.String("ready-file", "", "created when the requests are built and sending starts")
 	flag.Parse()
 
 	if *mix != "agent" && *mix != "generation" {
 		fmt.Fprintln(os.Stderr, "unknown -mix", *mix)
 		os.Exit(2)
 	}
-	start := time.Now()
-	res, err := run(*url, *user, *pass, *mix, *duration, *workers, *batch)
+	if *batch < 1 || *workers < 1 {
+		fmt.Fprintln(os.Stderr, "-batch and -workers must be positive")
+		os.Exit(2)
+	}
+	// SIGTERM or Ctrl-C ends the sending early; the run is then measured
+	// and waited for as if its duration had passed.
+	sig, stopSig := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stopSig()
+	pool, ratio, err := buildPool(*mix, *batch, *poolBytes<<20, *seed)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build requests:", err)
+		os.Exit(1)
+	}
+	if *readyFile != "" {
+		if err := os.WriteFile(*readyFile, nil, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	w := watch{collector: *collectorPID, clickhouse: *clickhousePID}
+	res, start, err := run(sig, pool, *url, *user, *pass, *duration, *workers, *rate, &w)
+	res.Mix, res.PoolRequests, res.TextGzipRatio, res.RateTarget = *mix, len(pool), ratio, *rate
 	if err == nil && *chDSN != "" {
 		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase, QueryTimeout: time.Minute}, *project, *storeTimeout)
 	}
+	if err == nil {
+		err = w.stored(&res)
+	}
+	if err == nil && *chDSN != "" && w.clickhouse != 0 {
+		err = w.merged(&res, start, *chDSN)
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
 
-func run(url, user, pass, mix string, duration time.Duration, workers, batch int) (result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), duration)
-	defer cancel()
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+// buildPool encodes about poolBytes of distinct requests (4 to 256 of them)
+// and measures how well their input and output strings compress.
+func buildPool(mix string, batch, poolBytes int, seed uint64) ([]request, float64, error) {
+	g := newTextGen(seed, 30000)
+	now := time.Now()
+	var pool []request
+	var texts []string
+	textBytes, total := 0, 0
+	for len(pool) < 256 && (len(pool) < 4 || total < poolBytes) {
+		req, err := buildRequest(g, mix, batch, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		total += len(req.body)
+		// Gzip over a few MiB is enough to know the ratio.
+		for _, t := range req.texts {
+			if textBytes < 4<<20 {
+				texts = append(texts, t)
+				textBytes += len(t)
+			}
+		}
+		req.texts = nil
+		pool = append(pool, req)
+	}
+	return pool, gzipRatio(texts), nil
+}
 
-	var requests, failed, spans atomic.Int64
+func run(parent context.Context, pool []request, url, user, pass string, duration time.Duration, workers int, rate float64, w *watch) (result, time.Time, error) {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	var x ids
+	var prefix [10]byte
+	_, _ = rand.Read(prefix[:])
+	copy(x.tracePrefix[:], prefix[:8])
+	x.spanPrefix = uint64(binary.BigEndian.Uint16(prefix[8:])) << 48
+
+	batch := pool[0].spans
+	// With a rate, request k leaves at start + k*interval (open loop).
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Duration(float64(batch) / rate * float64(time.Second))
+	}
+	var seq, requests, failed, spans, bodyBytes atomic.Int64
 	var mu sync.Mutex
 	var latencies []time.Duration
-	var bodyBytes atomic.Int64
 	var wg sync.WaitGroup
+	cpu0, err := procCPU(os.Getpid())
+	if err != nil {
+		return result{}, time.Time{}, err
+	}
+	if err := w.begin(); err != nil {
+		return result{}, time.Time{}, err
+	}
 	start := time.Now()
-	for w := 0; w < workers; w++ {
+	ctx, cancel := context.WithDeadline(parent, start.Add(duration))
+	defer cancel()
+	maxLen := 0
+	for _, r := range pool {
+		maxLen = max(maxLen, len(r.body))
+	}
+	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			buf := make([]byte, maxLen)
 			var local []time.Duration
 			for ctx.Err() == nil {
-				body, n := buildRequest(mix, batch)
+				k := seq.Add(1) - 1
+				if interval > 0 {
+					if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+						select {
+						case <-ctx.Done():
+							continue
+						case <-time.After(d):
+						}
+					}
+				}
+				req := &pool[int(k)%len(pool)]
+				body := buf[:len(req.body)]
+				copy(body, req.body)
+				x.stamp(body, req, uint64(k))
 				bodyBytes.Add(int64(len(body)))
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/x-protobuf")
-				if user != "" {
-					req.SetBasicAuth(user, pass)
-				}
 				t0 := time.Now()
-				resp, err := client.Do(req)
+				ok, retryLater := send(client, url, user, pass, body)
 				requests.Add(1)
-				if err != nil {
+				if !ok {
 					failed.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-					if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+					if retryLater {
 						time.Sleep(100 * time.Millisecond)
 					}
 					continue
 				}
 				local = append(local, time.Since(t0))
-				spans.Add(int64(n))
+				spans.Add(int64(req.spans))
 			}
 			mu.Lock()
 			latencies = append(latencies, local...)
@@ -125,19 +238,73 @@ func run(url, user, pass, mix string, duration time.Duration, workers, batch int
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	cpu1, err := procCPU(os.Getpid())
+	if err != nil {
+		return result{}, start, err
+	}
+	if err := w.end(); err != nil {
+		return result{}, start, err
+	}
 	slices.Sort(latencies)
 	res := result{
-		Mix: mix, Requests: requests.Load(), Failed: failed.Load(), Spans: spans.Load(),
+		Requests: requests.Load(), Failed: failed.Load(), Spans: spans.Load(),
 		Seconds: elapsed, SpansPerSecond: float64(spans.Load()) / elapsed,
 		AckP50Millis: quantileMillis(latencies, 0.50), AckP99Millis: quantileMillis(latencies, 0.99),
 	}
 	if sent := requests.Load() * int64(batch); sent > 0 {
 		res.BytesPerSpan = int(bodyBytes.Load() / sent)
 	}
-	return res, nil
+	if res.Spans > 0 {
+		res.LoadgenCPUMicrosPerSpan = (cpu1 - cpu0) * 1e6 / float64(res.Spans)
+	}
+	return res, start, nil
 }
 
-// waitStored polls the store until it holds every acknowledged span.
+// send posts one export and says whether it was acknowledged, and whether
+// the server asked to come back later.
+func send(client *http.Client, url, user, pass string, body []byte) (ok, retryLater bool) {
+	rb := &reusableBody{Reader: bytes.NewReader(body), closed: make(chan struct{})}
+	req, err := http.NewRequest(http.MethodPost, url, rb)
+	if err != nil {
+		return false, false
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// The transport may still hold the body after Do returns; the buffer is
+	// reused only once it is closed.
+	<-rb.closed
+	if err != nil {
+		return false, false
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests
+	}
+	return true, false
+}
+
+type reusableBody struct {
+	*bytes.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (b *reusableBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
+}
+
+// waitStored polls until every acknowledged span is readable. Counting
+// through the read path sorts every stored key, which would weigh on the
+// ClickHouse CPU being measured, so a plain row count is polled first and
+// the read path confirms once it is reached.
 func waitStored(res *result, start time.Time, cfg chstore.Config, project string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -146,26 +313,149 @@ func waitStored(res *result, start time.Time, cfg chstore.Config, project string
 		return err
 	}
 	defer store.Close()
+	opts, err := clickhouse.ParseDSN(cfg.DSN)
+	if err != nil {
+		return err
+	}
+	db := clickhouse.OpenDB(opts)
+	defer db.Close()
+	rows := "SELECT count() FROM `" + cfg.Database + "`.observations WHERE project_id = ?"
 	stored := 0
 	var lastErr error
 	for {
-		page, err := store.ListObservations(ctx, chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1})
-		if err == nil {
-			stored = page.Total
-		}
-		lastErr = err
-		if err == nil && int64(stored) >= res.Spans {
-			res.StoredSpans = stored
-			res.StoredSeconds = time.Since(start).Seconds()
-			res.StoredSpansPerSecond = float64(stored) / res.StoredSeconds
-			return nil
+		var raw uint64
+		err := db.QueryRowContext(ctx, rows, project).Scan(&raw)
+		// Rows may hold a span twice (an insert retried), so the read path
+		// has the last word; it also answers when the plain count cannot.
+		if err != nil || int64(raw) >= res.Spans {
+			page, err := store.ListObservations(ctx, chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1})
+			if err == nil {
+				stored = page.Total
+			}
+			lastErr = err
+			if err == nil && int64(stored) >= res.Spans {
+				res.StoredSpans = stored
+				res.StoredSeconds = time.Since(start).Seconds()
+				res.StoredSpansPerSecond = float64(stored) / res.StoredSeconds
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d spans stored after %s (last read error: %w)", stored, res.Spans, timeout, lastErr)
-		case <-time.After(250 * time.Millisecond):
+			res.StoredSpans = stored
+			return fmt.Errorf("only %d of %d spans readable after %s (last read error: %w)", stored, res.Spans, timeout, lastErr)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// watch samples the CPU time of the collector and ClickHouse processes.
+type watch struct {
+	collector, clickhouse int
+	c0, h0, c1, h1        float64
+}
+
+func (w *watch) sample(c, h *float64) error {
+	var err error
+	if w.collector != 0 {
+		if *c, err = procCPU(w.collector); err != nil {
+			return err
+		}
+	}
+	if w.clickhouse != 0 {
+		if *h, err = procCPU(w.clickhouse); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *watch) begin() error { return w.sample(&w.c0, &w.h0) }
+func (w *watch) end() error   { return w.sample(&w.c1, &w.h1) }
+
+// stored records the CPU used until now: the spans are stored (or, without
+// a store to wait for, the last one was acknowledged).
+func (w *watch) stored(res *result) error {
+	if res.StoredSpans > 0 {
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	if w.collector != 0 {
+		res.CollectorCPUSeconds = w.c1 - w.c0
+	}
+	if w.clickhouse != 0 {
+		res.ClickHouseCPUSeconds = w.h1 - w.h0
+	}
+	return nil
+}
+
+// merged waits until ClickHouse runs no merge (three looks in a row) and
+// records its CPU time until then.
+func (w *watch) merged(res *result, start time.Time, dsn string) error {
+	if err := settleMerges(dsn, 10*time.Minute); err != nil {
+		return err
+	}
+	h, err := procCPU(w.clickhouse)
+	if err != nil {
+		return err
+	}
+	res.ClickHouseCPUMergedSeconds = h - w.h0
+	res.MergesSettledSeconds = time.Since(start).Seconds()
+	return nil
+}
+
+func settleMerges(dsn string, timeout time.Duration) error {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	db := clickhouse.OpenDB(opts)
+	defer db.Close()
+	deadline := time.Now().Add(timeout)
+	for quiet := 0; quiet < 3; {
+		if time.Now().After(deadline) {
+			return errors.New("merges still running after " + timeout.String())
+		}
+		n, err := runningMerges(db)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+func runningMerges(db *sql.DB) (int, error) {
+	var n uint64
+	err := db.QueryRow("SELECT count() FROM system.merges").Scan(&n)
+	return int(n), err
+}
+
+// procCPU returns the user + system CPU seconds pid has used, from
+// /proc/PID/stat (in clock ticks of 1/100 s, USER_HZ on Linux).
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces; the fields after it do not.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return float64(utime+stime) / 100, nil
 }
 
 func quantileMillis(sorted []time.Duration, q float64) float64 {
@@ -173,103 +463,4 @@ func quantileMillis(sorted []time.Duration, q float64) float64 {
 		return 0
 	}
 	return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
-}
-
-// buildRequest returns one protobuf export of n spans in traces of four.
-// The agent mix is an agent run (~1.4 KB a span on the wire): a root agent
-// span, a generation, a tool call and a nested span. The generation mix is
-// four LLM calls a trace, each with ~6 KB of chat input and output.
-func buildRequest(mix string, n int) ([]byte, int) {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "loadgen")
-	rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("langfuse-sdk")
-	ss.Scope().SetVersion("5.11.1")
-	now := time.Now()
-	var traceID pcommon.TraceID
-	var rootID pcommon.SpanID
-	for i := 0; i < n; i++ {
-		s := ss.Spans().AppendEmpty()
-		if i%4 == 0 {
-			_, _ = rand.Read(traceID[:])
-		}
-		var id pcommon.SpanID
-		_, _ = rand.Read(id[:])
-		s.SetTraceID(traceID)
-		s.SetSpanID(id)
-		if i%4 == 0 {
-			rootID = id
-		} else {
-			s.SetParentSpanID(rootID)
-		}
-		start := now.Add(time.Duration(i) * time.Millisecond)
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(120 * time.Millisecond)))
-		a := s.Attributes()
-		a.PutStr("user.id", fmt.Sprintf("user-%d", i%50))
-		a.PutStr("session.id", fmt.Sprintf("session-%d", i%200))
-		a.PutStr("langfuse.environment", "production")
-		a.PutStr("langfuse.trace.name", "support-agent")
-		tags := a.PutEmptySlice("langfuse.trace.tags")
-		tags.AppendEmpty().SetStr("bench")
-		tags.AppendEmpty().SetStr(mix)
-		a.PutStr("langfuse.trace.metadata.tenant", "acme")
-		if mix == "generation" {
-			s.SetName("chat-completion")
-			putGeneration(a, 2900)
-			continue
-		}
-		switch i % 4 {
-		case 0:
-			s.SetName("agent-run")
-			a.PutStr("langfuse.observation.type", "agent")
-			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"question": text(420)}))
-			a.PutStr("langfuse.observation.output", jsonText(map[string]string{"answer": text(420)}))
-		case 1:
-			s.SetName("chat-completion")
-			putGeneration(a, 330)
-		case 2:
-			s.SetName("kb-search")
-			a.PutStr("langfuse.observation.type", "tool")
-			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"query": text(300)}))
-			a.PutStr("langfuse.observation.output", jsonText(map[string][]string{"hits": {text(200), text(200), text(200)}}))
-		case 3:
-			s.SetName("rerank")
-			a.PutStr("langfuse.observation.metadata.reranker", "bm25")
-			a.PutStr("langfuse.observation.input", jsonText(map[string]string{"candidates": text(500)}))
-			a.PutStr("langfuse.observation.output", jsonText(map[string]string{"order": text(200)}))
-		}
-	}
-	body, _ := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
-	return body, n
-}
-
-// putGeneration sets the attributes of an LLM call whose input and output
-// each carry about ioBytes of text.
-func putGeneration(a pcommon.Map, ioBytes int) {
-	a.PutStr("langfuse.observation.type", "generation")
-	a.PutStr("langfuse.observation.model.name", "gpt-4o-mini")
-	a.PutStr("langfuse.observation.model.parameters", `{"temperature":0.2,"max_tokens":512}`)
-	a.PutStr("langfuse.observation.usage_details", `{"input":812,"output":96,"total":908}`)
-	a.PutStr("langfuse.observation.prompt.name", "support/answer")
-	a.PutInt("langfuse.observation.prompt.version", 3)
-	a.PutStr("langfuse.observation.input", jsonText([]map[string]string{
-		{"role": "system", "content": "You are a helpful support agent. " + text(ioBytes-80)},
-		{"role": "user", "content": "How do I reset my password?"},
-	}))
-	a.PutStr("langfuse.observation.output", jsonText(map[string]string{"role": "assistant", "content": text(ioBytes)}))
-}
-
-const prose = "The customer asked about account recovery, billing cycles and the expired reset link. "
-
-// text returns n bytes of prose.
-func text(n int) string {
-	return strings.Repeat(prose, n/len(prose)+1)[:n]
-}
-
-func jsonText(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
