@@ -160,7 +160,7 @@ func (q *Queue) load() error {
 		q.cursor = q.segments[0]
 	}
 	q.next = q.cursor
-	return q.dropCommitted()
+	return removeSegments(q.dropCommitted())
 }
 
 // validLength is the length of f's prefix made of whole, intact records.
@@ -453,10 +453,18 @@ func (q *Queue) file(base int64) (*os.File, error) {
 // is committed too, they are gone for good: the position is recorded, and
 // segments that hold only delivered records are deleted.
 func (q *Queue) Commit(b Batch) error {
+	dropped, err := q.commit(b)
+	if err != nil {
+		return err
+	}
+	return removeSegments(dropped)
+}
+
+func (q *Queue) commit(b Batch) ([]string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	q.done[b.start] = b.end
 	cursor := q.cursor
@@ -465,35 +473,47 @@ func (q *Queue) Commit(b Batch) error {
 		cursor = end
 	}
 	if cursor == q.cursor {
-		return nil
+		return nil, nil
 	}
 	var rec [12]byte
 	binary.LittleEndian.PutUint64(rec[:8], uint64(cursor)) //nolint:gosec // positions are not negative
 	binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[:8], castagnoli))
 	if _, err := q.cursorF.WriteAt(rec[:], 0); err != nil {
-		return fmt.Errorf("diskqueue: commit: %w", err)
+		return nil, fmt.Errorf("diskqueue: commit: %w", err)
 	}
 	if q.opts.Sync {
 		if err := q.cursorF.Sync(); err != nil {
-			return fmt.Errorf("diskqueue: commit: %w", err)
+			return nil, fmt.Errorf("diskqueue: commit: %w", err)
 		}
 	}
 	q.cursor = cursor
-	return q.dropCommitted()
+	return q.dropCommitted(), nil
 }
 
-// dropCommitted deletes the segments before the cursor's, never the tail.
-func (q *Queue) dropCommitted() error {
+// dropCommitted lets go of the segments before the cursor's, never the
+// tail, and returns their files for removeSegments. q.mu is held.
+func (q *Queue) dropCommitted() []string {
+	var paths []string
 	for len(q.segments) > 1 && q.segments[1] <= q.cursor {
 		base := q.segments[0]
 		if f, ok := q.files[base]; ok {
 			_ = f.Close() // read-only by now; it is deleted next
 			delete(q.files, base)
 		}
-		if err := os.Remove(q.segmentPath(base)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		paths = append(paths, q.segmentPath(base))
+		q.segments = q.segments[1:]
+	}
+	return paths
+}
+
+// removeSegments deletes the files of dropped segments. It runs without
+// q.mu: freeing a large file can take the file system tens of
+// milliseconds, which appends, and so acknowledgements, must not wait for.
+func removeSegments(paths []string) error {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("diskqueue: %w", err)
 		}
-		q.segments = q.segments[1:]
 	}
 	return nil
 }
