@@ -2,6 +2,8 @@
 # Both install what is missing and start the servers they need themselves.
 
 GO ?= go
+# The Go release of every target (scripts/lib.sh says why); fetched once.
+export GOTOOLCHAIN ?= go1.27.3
 PKGS := ./...
 
 .PHONY: all build build-api run test test-unit test-topology bench lint vulncheck fmt check-versions clean
@@ -32,11 +34,12 @@ test-unit:
 bench:
 	./scripts/bench.sh
 
-## lint: gofmt, go vet and golangci-lint (.golangci.yml: errorlint, gosec, staticcheck, unused, ineffassign)
+## lint: gofmt, go vet, golangci-lint (.golangci.yml: errorlint, gosec, staticcheck, unused, ineffassign) and govulncheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	@lint=$$(. scripts/lib.sh && ensure_golangci_lint) && $$lint run ./...
+	./scripts/vulncheck.sh
 
 ## vulncheck: govulncheck over every package; GLASSBOX_VULNDB=URL picks the database (default: built from golang.org/x/vulndb)
 vulncheck:

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Shared helpers for the run/test/bench scripts. Sourced, not executed.
 
+# The Go release that builds, tests and lints Glassbox. It carries the
+# standard library's security fixes that govulncheck (make lint) requires;
+# the go command fetches it once from the module proxy (golang.org/toolchain)
+# whatever Go the machine has. The Makefile sets the same.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
+
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on.
 free_port() {
   local port
@@ -32,7 +38,8 @@ GOLANGCI_LINT_VERSION=v2.15.0
 ensure_golangci_lint() {
   local gobin
   gobin=$(go env GOPATH)/bin
-  if [ ! -x "$gobin/golangci-lint" ] || ! "$gobin/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_LINT_VERSION#v}"; then
+  # Built with the Go it checks, so that it reads that Go's standard library.
+  if [ ! -x "$gobin/golangci-lint" ] || ! "$gobin/golangci-lint" version 2>/dev/null | grep "${GOLANGCI_LINT_VERSION#v}" | grep -q "$(go env GOVERSION)"; then
     (cd / && GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION") >&2
   fi
   echo "$gobin/golangci-lint"
@@ -44,7 +51,9 @@ GOVULNCHECK_VERSION=v1.9.0
 ensure_govulncheck() {
   local gobin
   gobin=$(go env GOPATH)/bin
-  if [ ! -x "$gobin/govulncheck" ] || ! "$gobin/govulncheck" -version 2>/dev/null | grep -q "govulncheck@${GOVULNCHECK_VERSION}"; then
+  # Built with the Go it checks, like golangci-lint above.
+  if [ ! -x "$gobin/govulncheck" ] || ! "$gobin/govulncheck" -version 2>/dev/null | grep -q "govulncheck@${GOVULNCHECK_VERSION}" ||
+    [ "$(go version "$gobin/govulncheck" | awk '{print $2}')" != "$(go env GOVERSION)" ]; then
     (cd / && GOFLAGS= go install "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION") >&2
   fi
   echo "$gobin/govulncheck"
