@@ -40,7 +40,8 @@ var (
 	observation_id String,
 	value_sum Float64,
 	value_count UInt64,
-	string_values Array(String)`,
+	string_values Array(String),
+	multi UInt8`,
 		partition:   "toYYYYMM(day)",
 		orderBy:     "project_id, name, day, generation",
 		granularity: 8192,
@@ -162,8 +163,28 @@ func (s *Store) storedScoreDays(ctx context.Context, projectID string) (map[stri
 // values of a trace's (or observation's) visible latest scores of one name,
 // to be grouped.
 type scoreRows struct {
-	sql  *sqlb
-	days int // the days read from rollups
+	// rolled are the rollup rows, with multi; raw the raw rows; rawTraces
+	// the traces with raw scores of the name, current or not.
+	rolled, raw, rawTraces *sqlb
+	days                   int // the days read from rollups
+}
+
+// all is every row, to be grouped.
+func (r *scoreRows) all() *sqlb {
+	return (&sqlb{}).add("SELECT trace_id, observation_id, s, c, cats FROM (").sub(r.rolled).add(") UNION ALL ").sub(r.raw)
+}
+
+// passingTraces selects the traces whose rows pass: single, the condition
+// over one row (s, c, cats), for a trace with one rollup row and no raw
+// score, the bulk, without grouping; grouped, the same over a trace's
+// rows, for the others.
+func (r *scoreRows) passingTraces(single, grouped string, args ...any) *sqlb {
+	q := &sqlb{}
+	q.add("SELECT trace_id FROM (SELECT trace_id FROM (").sub(r.rolled).add(") WHERE multi = 0 AND "+single, args...).
+		add(" AND trace_id GLOBAL NOT IN (").sub(r.rawTraces).add(")")
+	q.add(" UNION ALL SELECT trace_id FROM (SELECT trace_id, s, c, cats FROM (").sub(r.rolled).add(") WHERE multi = 1 OR trace_id GLOBAL IN (").
+		sub(r.rawTraces).add(") UNION ALL SELECT trace_id, s, c, cats FROM (").sub(r.raw).add(")) GROUP BY trace_id HAVING "+grouped, args...)
+	return q.add(")")
 }
 
 // scoreRollupRows returns the rows of a score filter on name that combine
@@ -252,13 +273,14 @@ func (s *Store) scoreRollupRows(ctx context.Context, projectID, name string, now
 		pairs[i] = "(?, ?)"
 		args = append(args, f.day.Format(dayLayout), f.generation)
 	}
-	q := &sqlb{}
-	q.add("SELECT trace_id, observation_id, value_sum AS s, value_count AS c, string_values AS cats FROM "+s.ddl.name(scoreTracesDailyTable)+
+	out := &scoreRows{rolled: &sqlb{}, raw: &sqlb{}, rawTraces: &sqlb{}, days: len(fresh)}
+	out.rolled.add("SELECT trace_id, observation_id, value_sum AS s, value_count AS c, string_values AS cats, multi FROM "+s.ddl.name(scoreTracesDailyTable)+
 		" WHERE project_id = ? AND name = ? AND (day, generation) IN ("+strings.Join(pairs, ", ")+")", args...)
-	q.add(" UNION ALL SELECT trace_id, observation_id, value AS s, toUInt64(1) AS c, [string_value] AS cats FROM (SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+
+	out.raw.add("SELECT trace_id, observation_id, value AS s, toUInt64(1) AS c, [string_value] AS cats FROM (SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+
 		s.ddl.name(scoresTable)+" WHERE ").sub(rawConds).
 		add(" ORDER BY event_ts DESC LIMIT 1 BY id) WHERE (id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
-	return &scoreRows{sql: q, days: len(fresh)}, nil
+	out.rawTraces.add("SELECT trace_id FROM " + s.ddl.name(scoresTable) + " WHERE ").sub(rawConds)
+	return out, nil
 }
 
 // scoreRollupRounds bounds the rounds of scoreRollupRows' check.
@@ -364,10 +386,15 @@ func (s *Store) rollUpScores(ctx context.Context, projectID string, days []time.
 	// Each score's latest version within its day and name, as the raw path
 	// picks it within the name; the shared count below guards the days.
 	stmt := &sqlb{}
-	stmt.add("INSERT INTO "+s.ddl.name(scoreTracesDailyTable)+" (project_id, day, generation, name, trace_id, observation_id, value_sum, value_count, string_values)"+
-		" SELECT ?, day, ?, name, trace_id, observation_id, sum(value), count(), groupUniqArray(string_value) FROM (SELECT toDate(timestamp) AS day, id, name, trace_id, observation_id, value, string_value, event_ts FROM "+
+	// multi marks the rows of a trace whose scores of the name lie on more
+	// than one day or observation: a query groups them with the trace's
+	// other rows; the others it reads one row per trace.
+	stmt.add("INSERT INTO "+s.ddl.name(scoreTracesDailyTable)+" (project_id, day, generation, name, trace_id, observation_id, value_sum, value_count, string_values, multi)"+
+		" SELECT ?, day, ?, name, trace_id, observation_id, sum(value), count(), groupUniqArray(string_value), any(multi)"+
+		" FROM (SELECT toDate(timestamp) AS day, id, name, trace_id, observation_id, value, string_value, event_ts, (name, trace_id) GLOBAL IN (SELECT name, trace_id FROM "+
+		s.ddl.name(scoresTable)+" WHERE project_id = ? GROUP BY name, trace_id HAVING uniqExact(toDate(timestamp), observation_id) > 1) AS multi FROM "+
 		s.ddl.name(scoresTable)+" WHERE project_id = ? AND "+inDays+" ORDER BY event_ts DESC LIMIT 1 BY day, name, id)",
-		append([]any{projectID, generation}, dayScope...)...)
+		append([]any{projectID, generation, projectID}, dayScope...)...)
 	stmt.add(" WHERE (id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?) GROUP BY day, name, trace_id, observation_id", projectID)
 	if err := s.exec(ctx, stmt.String(), stmt.args...); err != nil {
 		return 0, 0, fmt.Errorf("roll up the scores of %d days of project %s: %w", len(days), projectID, err)
