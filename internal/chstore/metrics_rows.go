@@ -312,18 +312,11 @@ func aliases(exprs []traceExpr) string {
 // trace (traces view) or observation has visible scores of name matching
 // cond, a condition over the score's value or string_value. single and
 // grouped are the same condition over scoreRows' s, c and cats, of one row
-// and of a group, used when the plan holds rows of the score rollups for
-// name.
+// and of a group, used for the traces view when the plan holds rows of the
+// score rollups for name.
 func (s *Store) scoreSubject(v view, projectID, name string, plan *rowsPlan, having, single, grouped string, args ...any) (*sqlb, error) {
-	if src := plan.scores[name]; src != nil {
-		q := &sqlb{}
-		switch v.name {
-		case ViewTraces:
-			return q.add("trace_id GLOBAL IN (").sub(src.passingTraces(single, grouped, args...)).add(")"), nil
-		case ViewObservations:
-			return q.add("(trace_id, id) GLOBAL IN (SELECT trace_id, observation_id FROM (").sub(src.all()).
-				add(") WHERE observation_id != '' GROUP BY trace_id, observation_id HAVING "+grouped+")", args...), nil
-		}
+	if src := plan.scores[name]; src != nil && v.name == ViewTraces {
+		return (&sqlb{}).add("trace_id GLOBAL IN (").sub(src.passingTraces(single, grouped, args...)).add(")"), nil
 	}
 	latest := &sqlb{}
 	latest.add("SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+

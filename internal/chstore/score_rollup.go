@@ -158,20 +158,14 @@ func (s *Store) storedScoreDays(ctx context.Context, projectID string) (map[stri
 	return out, nil
 }
 
-// scoreRows is the source of a score filter: rows of (trace_id,
-// observation_id, s, c, cats), the sum and count of values and the string
-// values of a trace's (or observation's) visible latest scores of one name,
-// to be grouped.
+// scoreRows is the source of a trace list's score filter: rows of
+// (trace_id, observation_id, s, c, cats), the sum and count of values and
+// the string values of a trace's visible latest scores of one name.
 type scoreRows struct {
 	// rolled are the rollup rows, with multi; raw the raw rows; rawTraces
 	// the traces with raw scores of the name, current or not.
 	rolled, raw, rawTraces *sqlb
 	days                   int // the days read from rollups
-}
-
-// all is every row, to be grouped.
-func (r *scoreRows) all() *sqlb {
-	return (&sqlb{}).add("SELECT trace_id, observation_id, s, c, cats FROM (").sub(r.rolled).add(") UNION ALL ").sub(r.raw)
 }
 
 // passingTraces selects the traces whose rows pass: single, the condition
