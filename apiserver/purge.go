@@ -138,7 +138,7 @@ func (p *purger) stop() {
 // backfill of a large store is spread over several intervals.
 const rollupDaysPerRun = 200
 
-// rollUp brings the daily metrics rollups up to date at start and then
+// rollUp brings the metrics and score rollups up to date at start and then
 // every interval, until ctx ends.
 func rollUp(ctx context.Context, ch *chstore.Store, interval time.Duration, logger *zap.Logger) {
 	ticker := time.NewTicker(interval)
@@ -148,8 +148,9 @@ func rollUp(ctx context.Context, ch *chstore.Store, interval time.Duration, logg
 		switch {
 		case err != nil && ctx.Err() == nil:
 			logger.Warn("updating the metrics rollups failed; retrying at the next interval", zap.Error(err))
-		case st.Days > 0 || st.Skipped > 0:
-			logger.Debug("updated the metrics rollups", zap.Int("days", st.Days), zap.Int("skipped", st.Skipped))
+		case st.Days > 0 || st.Skipped > 0 || st.ScoreDays > 0 || st.ScoreSkipped > 0:
+			logger.Debug("updated the metrics rollups", zap.Int("days", st.Days), zap.Int("skipped", st.Skipped),
+				zap.Int("score_days", st.ScoreDays), zap.Int("score_skipped", st.ScoreSkipped))
 		}
 		select {
 		case <-ctx.Done():

@@ -120,3 +120,18 @@ func SetRollupPruneGrace(d time.Duration) (restore func()) {
 	rollupPruneGrace = d
 	return func() { rollupPruneGrace = old }
 }
+
+// ListTracesRaw is ListTraces without the score rollups.
+func (s *Store) ListTracesRaw(ctx context.Context, f TraceFilter) ([]Trace, int, error) {
+	return s.listTraces(ctx, f, false)
+}
+
+// ScoreRollupDaysRead is how many days a score filter on name of the
+// project's trace list would read from the score rollups now (0: all raw).
+func (s *Store) ScoreRollupDaysRead(ctx context.Context, projectID, name string) (int, error) {
+	rows, err := s.scoreRollupRows(ctx, projectID, name, time.Now())
+	if err != nil || rows == nil {
+		return 0, err
+	}
+	return rows.days, nil
+}

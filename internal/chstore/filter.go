@@ -112,7 +112,7 @@ func (s *Store) filterSQL(v view, projectID string, f Filter, plan *rowsPlan) (*
 			if f.Key == "" {
 				return fail("key must name the score")
 			}
-			sub, err := s.scoreSubject(v, projectID, f.Key, "hasAny(groupArray(string_value), ?)", values)
+			sub, err := s.scoreSubject(v, projectID, f.Key, plan, "hasAny(groupArray(string_value), ?)", "hasAny(cats, ?)", "hasAny(groupArrayArray(cats), ?)", values)
 			if err != nil {
 				return nil, err
 			}
@@ -174,7 +174,7 @@ func (s *Store) filterSQL(v view, projectID string, f Filter, plan *rowsPlan) (*
 		if !comparisons[f.Operator] {
 			return fail("operator %q; number filters take =, >, <, >= or <=", f.Operator)
 		}
-		return s.scoreSubject(v, projectID, f.Key, "avg(value) "+f.Operator+" ?", n)
+		return s.scoreSubject(v, projectID, f.Key, plan, "avg(value) "+f.Operator+" ?", "s / c "+f.Operator+" ?", "sum(s) / sum(c) "+f.Operator+" ?", n)
 	}
 	parent, leaf, err := metadataPath(f.Key)
 	if err != nil {

@@ -87,7 +87,7 @@ func BenchmarkMetrics(b *testing.B) {
 	cpu0, t0 := processCPU(b, pid), time.Now()
 	st, err := s.RefreshRollups(ctx, 0)
 	require.NoError(b, err)
-	b.Logf("rolled up %d project days in %s (ClickHouse CPU %s)", st.Days, time.Since(t0).Round(time.Millisecond),
+	b.Logf("rolled up %d project days and %d project score days in %s (ClickHouse CPU %s)", st.Days, st.ScoreDays, time.Since(t0).Round(time.Millisecond),
 		(processCPU(b, pid) - cpu0).Round(time.Millisecond))
 
 	day := 24 * time.Hour

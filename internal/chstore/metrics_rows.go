@@ -39,6 +39,9 @@ type rowsPlan struct {
 	traceExprs []traceExpr
 	metadata   bool // the JSON columns a metadata filter reads
 	text       bool // the trace input and output a full-text filter reads
+	// scores are the rows of score filters that may read the score
+	// rollups, by score name (scoreRollupRows).
+	scores map[string]*scoreRows
 }
 
 func (p *rowsPlan) needField(f field) {
@@ -307,8 +310,14 @@ func aliases(exprs []traceExpr) string {
 
 // scoreSubject renders the semi-join of a scores filter: the rows whose
 // trace (traces view) or observation has visible scores of name matching
-// cond, a condition over the score's value or string_value.
-func (s *Store) scoreSubject(v view, projectID, name string, having string, args ...any) (*sqlb, error) {
+// cond, a condition over the score's value or string_value. single and
+// grouped are the same condition over scoreRows' s, c and cats, of one row
+// and of a group, used for the traces view when the plan holds rows of the
+// score rollups for name.
+func (s *Store) scoreSubject(v view, projectID, name string, plan *rowsPlan, having, single, grouped string, args ...any) (*sqlb, error) {
+	if src := plan.scores[name]; src != nil && v.name == ViewTraces {
+		return (&sqlb{}).add("trace_id GLOBAL IN (").sub(src.passingTraces(single, grouped, args...)).add(")"), nil
+	}
 	latest := &sqlb{}
 	latest.add("SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+s.ddl.name(scoresTable)+
 		" WHERE project_id = ? AND name = ?"+s.andRetained(projectID, scoreDated)+" ORDER BY event_ts DESC LIMIT 1 BY id", projectID, name)

@@ -52,6 +52,10 @@ var migrations = []migration{
 		createTable(metricsDailyTable),
 		createTable(metricsDailyDaysTable),
 	}},
+	{version: 7, steps: []step{
+		createTable(scoreTracesDailyTable),
+		createTable(scoreTracesDailyDaysTable),
+	}},
 }
 
 // experimentColumns are the steps that add the experiment runner's fields

@@ -104,7 +104,7 @@ func TestPortableSuite(t *testing.T) {
 		return 1
 	}
 	slices.SortStableFunc(ddl, func(a, b suiteStatement) int { return kind(a.SQL) - kind(b.SQL) })
-	assert.Len(t, ddl, 12, "database, 9 tables, 2 views")
+	assert.Len(t, ddl, 14, "database, 11 tables, 2 views")
 	assert.Len(t, alters, 5, "the trace and score deletions' mutations")
 	assert.Greater(t, len(selects), 40)
 	assert.Greater(t, metrics, 100, "metrics queries whose values the replay compares")

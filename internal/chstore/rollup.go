@@ -446,6 +446,8 @@ type RollupStats struct {
 	// Days is the project days rolled up; Skipped those that changed while
 	// they were, left to the next call.
 	Days, Skipped int
+	// ScoreDays and ScoreSkipped are the same for the score rollups.
+	ScoreDays, ScoreSkipped int
 }
 
 // rollupBatchDays bounds the days of one project rolled up by one query.
@@ -453,8 +455,9 @@ const rollupBatchDays = 31
 
 // RefreshRollups rolls up every closed project day whose rollup is missing
 // or no longer current (see freshDays), at most maxDays of them (0: all),
-// and prunes superseded generations. It is the background
-// job behind the metrics rollups; reads never depend on it for exactness.
+// and prunes superseded generations; then the same for the score rollups
+// (score_rollup.go), with its own maxDays. It is the background
+// job behind the rollups; reads never depend on it for exactness.
 func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, error) {
 	// A day's rows must be stored before the record that makes them
 	// current; on a cluster, inserts into Distributed tables are otherwise
@@ -470,12 +473,13 @@ func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, e
 		projects = append(projects, p)
 	}
 	slices.Sort(projects)
+projects:
 	for _, project := range projects {
 		days := stale[project]
 		slices.SortFunc(days, func(a, b time.Time) int { return a.Compare(b) })
 		for len(days) > 0 {
 			if maxDays > 0 && st.Days+st.Skipped >= maxDays {
-				return st, nil
+				break projects
 			}
 			n := min(len(days), rollupBatchDays)
 			if maxDays > 0 {
@@ -490,7 +494,11 @@ func (s *Store) RefreshRollups(ctx context.Context, maxDays int) (RollupStats, e
 			days = days[n:]
 		}
 	}
-	return st, s.pruneRollups(ctx)
+	if err := s.pruneRollups(ctx, metricsDailyTable, metricsDailyDaysTable); err != nil {
+		return st, err
+	}
+	st.ScoreDays, st.ScoreSkipped, err = s.refreshScoreRollups(ctx, time.Now(), maxDays)
+	return st, err
 }
 
 // pruneRollupDays bounds the days one pruning mutation names.
@@ -505,7 +513,7 @@ var rollupPruneGrace = 10 * time.Minute
 // never see them: they name the current generation) once they outnumber
 // the current ones, so that a mutation is rare. Rows of a generation newer
 // than the day's current one may be in the making, and stay.
-func (s *Store) pruneRollups(ctx context.Context) error {
+func (s *Store) pruneRollups(ctx context.Context, rowsTable, daysTable table) error {
 	type day struct {
 		project string
 		day     time.Time
@@ -516,8 +524,8 @@ func (s *Store) pruneRollups(ctx context.Context) error {
 		superseded uint64
 		total      uint64
 	)
-	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(metricsDailyTable)+
-		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(metricsDailyDaysTable)+
+	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(rowsTable)+
+		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(daysTable)+
 		" GROUP BY project_id, day HAVING argMax(computed_at, generation) < toDateTime(?)) AS days USING (project_id, day) GROUP BY project_id, day, current",
 		[]any{time.Now().Add(-rollupPruneGrace).Unix()}, func(r rowScanner) error {
 			var (
@@ -546,7 +554,7 @@ func (s *Store) pruneRollups(ctx context.Context) error {
 		conds[i] = "(project_id = ? AND day = ? AND generation < ?)"
 		args = append(args, d.project, d.day.Format(dayLayout), d.current)
 	}
-	return s.mutateDelete(ctx, metricsDailyTable, strings.Join(conds, " OR "), args)
+	return s.mutateDelete(ctx, rowsTable, strings.Join(conds, " OR "), args)
 }
 
 // staleRollupDays lists, per project, the closed days whose rollup is

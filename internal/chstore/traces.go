@@ -140,6 +140,12 @@ func (s *Store) notDeleted(w *where, projectID, dated string) {
 // ListTraces returns one page of a project's traces and the number of traces
 // that match the filter.
 func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, error) {
+	return s.listTraces(ctx, f, true)
+}
+
+// listTraces is ListTraces, reading score filters from the score rollups
+// where they are current when rollups is set.
+func (s *Store) listTraces(ctx context.Context, f TraceFilter, rollups bool) ([]Trace, int, error) {
 	if f.ProjectID == "" {
 		return nil, 0, fmt.Errorf("%w: project id is required", ErrInvalid)
 	}
@@ -190,6 +196,11 @@ func (s *Store) ListTraces(ctx context.Context, f TraceFilter) ([]Trace, int, er
 	// narrows the spans before they are grouped, the others test the
 	// trace aggregates they name.
 	plan := rowsPlan{}
+	if rollups {
+		if err := s.planScoreRollups(ctx, &plan, f.ProjectID, f.Filters); err != nil {
+			return nil, 0, err
+		}
+	}
 	for _, flt := range f.Filters {
 		cond, err := s.filterSQL(tracesView, f.ProjectID, flt, &plan)
 		if err != nil {
