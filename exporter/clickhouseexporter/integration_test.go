@@ -76,20 +76,28 @@ func sumCounter(t *testing.T, tt *componenttest.Telemetry, name string) int64 {
 	return sum
 }
 
+// startWithTelemetry starts an exporter with cfg whose self-metrics the
+// returned Telemetry collects; both stop when the test ends.
+func startWithTelemetry(t *testing.T, cfg *Config) (exporter.Traces, *componenttest.Telemetry) {
+	t.Helper()
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	set := exportertest.NewNopSettings(Type)
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	return exp, tt
+}
+
 func TestExportStoresObservations(t *testing.T) {
 	storeCfg := chtest.Config(t)
 	cfg := createDefaultConfig().(*Config)
 	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
-	set := exportertest.NewNopSettings(Type)
-	set.TelemetrySettings = tt.NewTelemetrySettings()
-	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+	exp, tt := startWithTelemetry(t, cfg)
 
 	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("proj", 0, 10)))
 	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("", 10, 3)), "spans without a project are dropped, not failed")
@@ -217,14 +225,7 @@ func TestDiskQueueDropsOnlyWhatClickHouseRefuses(t *testing.T) {
 	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	cfg.DiskQueue = configoptional.Some(DiskQueueConfig{Directory: dir, MaxBytes: 1 << 20, BatchBytes: 1 << 20, FlushInterval: 10 * time.Millisecond, Consumers: 1})
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
-	set := exportertest.NewNopSettings(Type)
-	set.TelemetrySettings = tt.NewTelemetrySettings()
-	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
+	_, tt := startWithTelemetry(t, cfg)
 
 	s := openStore(t, storeCfg)
 	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 4 }, 20*time.Second, 50*time.Millisecond)

@@ -640,10 +640,8 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 		return 0, 0, err
 	}
 	generation := uint64(time.Now().UnixNano())
-	dayList := make([]string, len(days))
 	dayArgs := make([]any, len(days))
 	for i, d := range days {
-		dayList[i] = "?"
 		dayArgs[i] = d.Format(dayLayout)
 	}
 	var cols, aggs []string
@@ -660,7 +658,7 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 	// traces; retention is applied when the rollup is read.
 	rows := &sqlb{}
 	rows.add("SELECT "+observationMetricColumns+" FROM "+s.ddl.name(observationsTable)+
-		" WHERE project_id = ? AND start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) IN ("+strings.Join(dayList, ", ")+")",
+		" WHERE project_id = ? AND start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) IN "+placeholders(len(days)),
 		append([]any{projectID, first.Unix(), last.AddDate(0, 0, 1).Unix()}, dayArgs...)...)
 	rows.add(" AND trace_id GLOBAL NOT IN (SELECT trace_id FROM "+s.ddl.name(deletedTracesTable)+" WHERE project_id = ?) LIMIT 1 BY trace_id, id", projectID)
 	stmt := &sqlb{}

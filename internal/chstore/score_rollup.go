@@ -370,12 +370,11 @@ func (s *Store) rollUpScores(ctx context.Context, projectID string, days []time.
 		return 0, 0, err
 	}
 	generation := uint64(time.Now().UnixNano())
-	dayList := make([]string, len(days))
 	dayArgs := make([]any, len(days))
 	for i, d := range days {
-		dayList[i], dayArgs[i] = "?", d.Format(dayLayout)
+		dayArgs[i] = d.Format(dayLayout)
 	}
-	inDays := "timestamp >= toDateTime(?) AND timestamp < toDateTime(?) AND toDate(timestamp) IN (" + strings.Join(dayList, ", ") + ")"
+	inDays := "timestamp >= toDateTime(?) AND timestamp < toDateTime(?) AND toDate(timestamp) IN " + placeholders(len(days))
 	dayScope := append([]any{projectID, from.Unix(), to.Unix()}, dayArgs...)
 	// Each score's latest version within its day and name, as the raw path
 	// picks it within the name; the shared count below guards the days.
