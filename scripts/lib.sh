@@ -7,11 +7,14 @@
 # whatever Go the machine has. The Makefile sets the same.
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on. It picks
+# from 20000-32767, below the kernel's ephemeral range, so that no outgoing
+# connection takes the port before the server binds it (as
+# internal/testutil/freeport does for Go tests).
 free_port() {
   local port
   for _ in $(seq 1 200); do
-    port=$(( (RANDOM % 20000) + 30000 ))
+    port=$(( (RANDOM % 12768) + 20000 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return 0

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -33,6 +32,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 	"github.com/glassbox-dev/glassbox/processor/evaltapprocessor"
 	"github.com/glassbox-dev/glassbox/receiver/ingestreceiver"
 )
@@ -48,15 +48,6 @@ type host struct {
 }
 
 func (h host) GetExtensions() map[component.ID]component.Component { return h.ext }
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // collector runs the all-in-one pipeline in process: glassbox_ingest →
 // glassbox_evaltap → glassbox_clickhouse, with glassbox_api (and its
@@ -103,7 +94,7 @@ func collector(t *testing.T) string {
 	tap, err := tapFactory.CreateTraces(ctx, processortest.NewNopSettings(tapFactory.Type()), tapCfg, exp)
 	require.NoError(t, err)
 
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	recvFactory := ingestreceiver.NewFactory()
 	recvCfg := recvFactory.CreateDefaultConfig().(*ingestreceiver.Config)
 	recvCfg.HTTP.NetAddr.Endpoint = addr

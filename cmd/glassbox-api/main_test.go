@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // noInput is an admin run with empty standard input and environment.
@@ -150,10 +150,7 @@ func TestAdminErrors(t *testing.T) {
 
 func TestServe(t *testing.T) {
 	ch := chtest.Config(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := freeport.Addr(t)
 	t.Setenv("TEST_GLASSBOX_LISTEN", addr)
 	t.Setenv("TEST_GLASSBOX_CP_DSN", "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
 	t.Setenv("TEST_GLASSBOX_CH_DSN", ch.DSN)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +32,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/diskqueue"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 func openStore(t *testing.T, cfg chstore.Config) *chstore.Store {
@@ -124,7 +124,7 @@ func TestQueueSurvivesOutage(t *testing.T) {
 	script, err := filepath.Abs("../../scripts/clickhouse.sh")
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "clickhouse")
-	tcp, httpPort := freePort(t), freePort(t)
+	tcp, httpPort := freeport.Port(t), freeport.Port(t)
 	ctl := func(args ...string) {
 		t.Helper()
 		out, err := exec.Command(script, args...).CombinedOutput()
@@ -194,14 +194,6 @@ func TestQueueSurvivesOutage(t *testing.T) {
 			assert.Equal(t, wantIDs(140), storedIDs(t, s, "proj"))
 		})
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestDiskQueueDropsOnlyWhatClickHouseRefuses queues a record that cannot be

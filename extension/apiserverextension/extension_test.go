@@ -27,6 +27,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 const (
@@ -116,10 +117,7 @@ func TestShutdownWithoutStart(t *testing.T) {
 
 func TestOwnListener(t *testing.T) {
 	cfg := testConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cfg.Listen = ln.Addr().String()
-	require.NoError(t, ln.Close())
+	cfg.Listen = freeport.Addr(t)
 
 	ext := newExtension(t, cfg)
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // allInOne runs bin/glassbox with the shipped configs/all-in-one.yaml, set up
@@ -37,14 +38,14 @@ func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 	t.Helper()
 	requireEnv(t, "GLASSBOX_BIN")
 	dataDir := t.TempDir()
-	port := freePort(t)
+	port := freeport.Port(t)
 	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789-0123456789abcd",
 		UserEmail: "admin@glassbox.local", UserPassword: "first owner password", DataDir: dataDir}
 	a.env = map[string]string{
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
-		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"GLASSBOX_METRICS_PORT":        fmt.Sprint(freePort(t)),
-		"GLASSBOX_PPROF_LISTEN":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
+		"GLASSBOX_METRICS_PORT":        fmt.Sprint(freeport.Port(t)),
+		"GLASSBOX_PPROF_LISTEN":        fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"GLASSBOX_DATA_DIR":            dataDir,
 		"GLASSBOX_CONTROL_PLANE_DSN":   "sqlite://" + filepath.Join(dataDir, "glassbox.db"),
 		"GLASSBOX_CLICKHOUSE_DSN":      ch.DSN,

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // TestTiersStartWhileClickHouseIsDown starts the shipped all-in-one, writer
@@ -25,7 +26,7 @@ import (
 func TestTiersStartWhileClickHouseIsDown(t *testing.T) {
 	script := requireEnv(t, "GLASSBOX_CLICKHOUSE_SCRIPT")
 	dir := filepath.Join(t.TempDir(), "clickhouse")
-	tcp, httpPort := freePort(t), freePort(t)
+	tcp, httpPort := freeport.Port(t), freeport.Port(t)
 	dsn := fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp)
 	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
 
@@ -76,7 +77,7 @@ func startAPIServer(t *testing.T, ch chstore.Config, publicKey, secretKey string
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(requireEnv(t, "GLASSBOX_BIN")), "glassbox-api")
 	dataDir := t.TempDir()
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	listen := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	c := &collector{BaseURL: "http://" + listen, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/api-server.yaml"))
 	c.cmd.Env = append(os.Environ(),

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // requireEnv returns an environment variable that `make test` sets; without
@@ -37,14 +37,6 @@ func requireEnv(t *testing.T, name string) string {
 		t.Skipf("%s is not set; run through make test", name)
 	}
 	return v
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // project is a project with its static key pair.
@@ -135,7 +127,7 @@ func (b *lockedBuffer) String() string {
 func startCollector(t *testing.T, dsn, database string, queueDir string) *collector {
 	t.Helper()
 	bin := requireEnv(t, "GLASSBOX_BIN")
-	port := freePort(t)
+	port := freeport.Port(t)
 	var cfg bytes.Buffer
 	require.NoError(t, template.Must(template.New("cfg").Parse(collectorConfig)).Execute(&cfg, map[string]any{
 		"Projects": []project{projectA, projectB},

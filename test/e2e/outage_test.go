@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // outage is how long ClickHouse stays down while the load goes on.
@@ -31,7 +32,7 @@ const outage = 60 * time.Second
 func TestClickHouseOutageLosesNothing(t *testing.T) {
 	script := requireEnv(t, "GLASSBOX_CLICKHOUSE_SCRIPT")
 	dir := filepath.Join(t.TempDir(), "clickhouse")
-	tcp, httpPort := freePort(t), freePort(t)
+	tcp, httpPort := freeport.Port(t), freeport.Port(t)
 	chctl := func(args ...string) {
 		t.Helper()
 		out, err := exec.Command(script, args...).CombinedOutput()

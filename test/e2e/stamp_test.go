@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // stockReceiverConfig ingests through the stock otlp receiver with
@@ -64,7 +65,7 @@ service:
 func TestStockReceiverStampsTheKeysProject(t *testing.T) {
 	bin := requireEnv(t, "GLASSBOX_BIN")
 	store, dsn := newStore(t)
-	port, healthPort := freePort(t), freePort(t)
+	port, healthPort := freeport.Port(t), freeport.Port(t)
 	var cfg bytes.Buffer
 	require.NoError(t, template.Must(template.New("cfg").Parse(stockReceiverConfig)).Execute(&cfg, map[string]any{
 		"Projects": []project{projectA, projectB}, "Port": port, "HealthPort": healthPort,

@@ -31,6 +31,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // testCA issues certificates for one test.
@@ -110,8 +111,8 @@ func startWriter(t *testing.T, ch chstore.Config) *writerTier {
 	w := &writerTier{writerCA: newTestCA(t, "writers"), gatewayCA: newTestCA(t, "gateways")}
 	w.serverCert, w.serverKey = w.writerCA.issue(t, "writer", true)
 	dataDir := t.TempDir()
-	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	w.listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	health := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+	w.listen = fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	c := &collector{BaseURL: "http://" + health, log: &lockedBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/gateway-writer.yaml"))
 	c.cmd.Env = append(os.Environ(),

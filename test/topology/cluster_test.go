@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 const (
@@ -117,7 +119,7 @@ func startTopology(t *testing.T) *topology {
 
 	// ZooKeeper first: a ClickHouse server with Replicated tables exits when
 	// it cannot reach it at start.
-	zkPort := freePort(t)
+	zkPort := freeport.Port(t)
 	zkDir := filepath.Join(tp.dir, "zk")
 	require.NoError(t, os.MkdirAll(filepath.Join(zkDir, "data"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(zkDir, "zoo.cfg"), fmt.Appendf(nil,
@@ -130,12 +132,12 @@ func startTopology(t *testing.T) *topology {
 
 	// ClickHouse: 2 shards x 2 replicas, started in parallel.
 	for i := range 4 {
-		n := &chNode{shard: i/2 + 1, tcp: freePort(t), httpP: freePort(t)}
+		n := &chNode{shard: i/2 + 1, tcp: freeport.Port(t), httpP: freeport.Port(t)}
 		tp.ch = append(tp.ch, n)
 	}
 	for i, n := range tp.ch {
 		dir := filepath.Join(tp.dir, fmt.Sprintf("ch%d", i+1))
-		writeClickHouseConfig(t, dir, tp.ch, i, zkPort, freePort(t))
+		writeClickHouseConfig(t, dir, tp.ch, i, zkPort, freeport.Port(t))
 		n.proc = tp.newProc(fmt.Sprintf("ch%d", i+1), chServer, []string{"--config-file=" + filepath.Join(dir, "config.xml")},
 			nil, httpOK(fmt.Sprintf("http://127.0.0.1:%d/ping", n.httpP)))
 	}
@@ -172,10 +174,10 @@ func startTopology(t *testing.T) *topology {
 
 	// The first API server creates the organization, project and key, and the
 	// ClickHouse tables; the rest start after it.
-	nginxPort := freePort(t)
+	nginxPort := freeport.Port(t)
 	tp.baseURL = fmt.Sprintf("https://127.0.0.1:%d", nginxPort)
 	for i := range 2 {
-		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 		tp.apiURLs = append(tp.apiURLs, "http://"+listen)
 		env := append(append([]string{}, common...),
 			"GLASSBOX_API_LISTEN="+listen, "GLASSBOX_PUBLIC_URL="+tp.baseURL,
@@ -195,11 +197,11 @@ func startTopology(t *testing.T) *topology {
 	// Writers, then the gateways that route to them by trace id.
 	var writerAddrs []string
 	for i := range 2 {
-		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+		health := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 		writerAddrs = append(writerAddrs, listen)
 		env := append(append([]string{}, common...),
-			"GLASSBOX_WRITER_LISTEN="+listen, "GLASSBOX_HEALTH_LISTEN="+health, fmt.Sprintf("GLASSBOX_METRICS_PORT=%d", freePort(t)),
+			"GLASSBOX_WRITER_LISTEN="+listen, "GLASSBOX_HEALTH_LISTEN="+health, fmt.Sprintf("GLASSBOX_METRICS_PORT=%d", freeport.Port(t)),
 			"GLASSBOX_WRITER_TLS_CERT="+writerCert, "GLASSBOX_WRITER_TLS_KEY="+writerKey,
 			"GLASSBOX_WRITER_TLS_CLIENT_CA="+gatewayCA.file(),
 			"GLASSBOX_CLICKHOUSE_DSN="+dsn(i*2+1), "GLASSBOX_DATA_DIR="+filepath.Join(tp.dir, fmt.Sprintf("writer%d", i+1)))
@@ -208,11 +210,11 @@ func startTopology(t *testing.T) *topology {
 	}
 	var gatewayAddrs []string
 	for i := range 2 {
-		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+		health := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 		gatewayAddrs = append(gatewayAddrs, listen)
 		env := append(append([]string{}, common...),
-			"GLASSBOX_LISTEN="+listen, "GLASSBOX_HEALTH_LISTEN="+health, fmt.Sprintf("GLASSBOX_METRICS_PORT=%d", freePort(t)),
+			"GLASSBOX_LISTEN="+listen, "GLASSBOX_HEALTH_LISTEN="+health, fmt.Sprintf("GLASSBOX_METRICS_PORT=%d", freeport.Port(t)),
 			"GLASSBOX_WRITERS=["+strings.Join(writerAddrs, ", ")+"]", "GLASSBOX_WRITER_TLS_CA="+writerCA.file(),
 			"GLASSBOX_GATEWAY_TLS_CERT="+gatewayCert, "GLASSBOX_GATEWAY_TLS_KEY="+gatewayKey)
 		tp.gateways = append(tp.gateways, tp.newProc(fmt.Sprintf("gateway%d", i+1), bin,

@@ -56,14 +56,6 @@ func program(t *testing.T, name string, paths ...string) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // proc is one server process of the topology. Its pid is recorded under
 // the run's directory so that scripts/topology.sh can stop what a crashed
 // test left running.
