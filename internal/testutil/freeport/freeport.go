@@ -39,7 +39,7 @@ func Port(t testing.TB) int {
 	mu.Lock()
 	defer mu.Unlock()
 	for range 1000 {
-		port := lowest + rand.IntN(highest-lowest+1)
+		port := lowest + rand.IntN(highest-lowest+1) //nolint:gosec // spreads test ports, not a secret
 		if handed[port] {
 			continue
 		}
