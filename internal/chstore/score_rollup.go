@@ -169,16 +169,18 @@ type scoreRows struct {
 }
 
 // passingTraces selects the traces whose rows pass: single, the condition
-// over one row (s, c, cats), for a trace with one rollup row and no raw
-// score, the bulk, without grouping; grouped, the same over a trace's
-// rows, for the others.
+// over one row (s, c, cats); grouped, the same over a trace's rows. A trace
+// with one rollup row and no raw score, the bulk, brings its row only when
+// it passes single, so the grouping sees few rows; a trace with raw scores
+// or a multi row brings all its rows. A trace's rows on several days carry
+// multi on one of them at least (the day rolled up last saw the others),
+// not necessarily on all: the mark is read per trace.
 func (r *scoreRows) passingTraces(single, grouped string, args ...any) *sqlb {
 	q := &sqlb{}
-	q.add("SELECT trace_id FROM (SELECT trace_id FROM (").sub(r.rolled).add(") WHERE multi = 0 AND "+single, args...).
-		add(" AND trace_id GLOBAL NOT IN (").sub(r.rawTraces).add(")")
-	q.add(" UNION ALL SELECT trace_id FROM (SELECT trace_id, s, c, cats FROM (").sub(r.rolled).add(") WHERE multi = 1 OR trace_id GLOBAL IN (").
-		sub(r.rawTraces).add(") UNION ALL SELECT trace_id, s, c, cats FROM (").sub(r.raw).add(")) GROUP BY trace_id HAVING "+grouped, args...)
-	return q.add(")")
+	q.add("SELECT trace_id FROM (SELECT trace_id, s, c, cats FROM (").sub(r.rolled).add(") WHERE "+single, args...).
+		add(" OR trace_id GLOBAL IN (SELECT trace_id FROM (").sub(r.rolled).add(") WHERE multi = 1 UNION ALL ").sub(r.rawTraces).add(")")
+	q.add(" UNION ALL SELECT trace_id, s, c, cats FROM (").sub(r.raw).add(")) GROUP BY trace_id HAVING "+grouped, args...)
+	return q
 }
 
 // scoreRollupRows returns the rows of a score filter on name that combine
@@ -380,8 +382,9 @@ func (s *Store) rollUpScores(ctx context.Context, projectID string, days []time.
 	// picks it within the name; the shared count below guards the days.
 	stmt := &sqlb{}
 	// multi marks the rows of a trace whose scores of the name lie on more
-	// than one day or observation: a query groups them with the trace's
-	// other rows; the others it reads one row per trace.
+	// than one day or observation: a query groups all the rows of a trace
+	// with a marked row (rows rolled up before its other days were scored
+	// stay unmarked); the others it reads one row per trace.
 	stmt.add("INSERT INTO "+s.ddl.name(scoreTracesDailyTable)+" (project_id, day, generation, name, trace_id, observation_id, value_sum, value_count, string_values, multi)"+
 		" SELECT ?, day, ?, name, trace_id, observation_id, sum(value), count(), groupUniqArray(string_value), any(multi)"+
 		" FROM (SELECT toDate(timestamp) AS day, id, name, trace_id, observation_id, value, string_value, event_ts, (name, trace_id) GLOBAL IN (SELECT name, trace_id FROM "+

@@ -145,6 +145,29 @@ func TestScoreRollupsMatchTheRawPath(t *testing.T) {
 	require.Equal(t, 5, daysRead())
 	check("late score, rolled up")
 
+	// A score on a later closed day for a trace rolled up with one score:
+	// the older day's row, marked single when it was rolled up, must be
+	// averaged with the new one, which flips the trace out of "> 0.5".
+	var lone trace
+	for i, tr := range traces {
+		if i%3 == 0 || i == 3 || !tr.at.Before(start.AddDate(0, 0, 1)) {
+			continue
+		}
+		for _, sc := range scores {
+			if sc.ProjectID == "p1" && sc.ID == tr.id+"-q" && sc.Value > 0.5 {
+				lone = tr
+			}
+		}
+		if lone.id != "" {
+			break
+		}
+	}
+	require.NotEmpty(t, lone.id, "a trace of day 0 with one quality score above 0.5")
+	require.NoError(t, s.InsertScores(ctx, []chstore.Score{score("p1", lone.id+"-later", lone.id, "", "quality", start.AddDate(0, 0, 4).Add(time.Hour), 0, "")}))
+	check("score on a later day")
+	refresh()
+	check("score on a later day, rolled up")
+
 	// A score rewritten on its day.
 	rewritten := p1Quality(0)
 	rewritten.Value = 1 - rewritten.Value
