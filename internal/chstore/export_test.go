@@ -161,6 +161,12 @@ func sqlLiteral(v any) (string, error) {
 	return "[" + strings.Join(items, ", ") + "]", nil
 }
 
+// MergeScores merges the parts of the scores table now, folding the rows a
+// background merge would fold at a moment of its own choosing.
+func (s *Store) MergeScores(ctx context.Context) error {
+	return s.exec(ctx, "OPTIMIZE TABLE "+s.ddl.name(scoresTable)+" FINAL")
+}
+
 // Mutations counts the ALTER ... DELETE mutations started on the store's tables.
 func (s *Store) Mutations(ctx context.Context) (int, error) {
 	var n uint64

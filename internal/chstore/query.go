@@ -29,6 +29,25 @@ func (s *Store) query(ctx context.Context, query string, args []any, each func(r
 	return unavailable(rows.Err())
 }
 
+// async starts read beside the caller's next read and returns a function
+// that waits for its result: two single-threaded statements of one request
+// run on two of the server's cores instead of one after the other.
+func async[T any](read func() (T, error)) func() (T, error) {
+	type result struct {
+		value T
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := read()
+		done <- result{v, err}
+	}()
+	return func() (T, error) {
+		r := <-done
+		return r.value, r.err
+	}
+}
+
 // where collects conditions joined by AND and their client-side binds.
 type where struct {
 	conds []string

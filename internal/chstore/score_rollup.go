@@ -211,57 +211,56 @@ func (s *Store) scoreRollupRows(ctx context.Context, projectID, name string, now
 		return nil, nil
 	}
 	slices.SortFunc(candidates, func(a, b time.Time) int { return a.Compare(b) })
+	// The days presumed fresh: rolled up with no id shared with another
+	// day. Whether an id they read rolled up has a version on a day read
+	// raw is checked while the fingerprint pass confirms them: two reads
+	// of the project's scores side by side rather than one after the
+	// other. A day whose fingerprint moved makes the check run again.
+	var presumed []freshDay
+	for _, d := range candidates {
+		if st := stored[projectID][d.Format(dayLayout)]; st.shared == 0 {
+			presumed = append(presumed, freshDay{day: d, generation: st.generation})
+		}
+	}
+	if len(presumed) == 0 {
+		return nil, nil
+	}
+	check := async(func() (map[string]bool, error) { return s.sharedScoreDays(ctx, projectID, name, presumed) })
 	current, err := s.scoreFingerprints(ctx, projectID, candidates[0], candidates[len(candidates)-1].AddDate(0, 0, 1))
+	presumedShared, presumedErr := check()
 	if err != nil {
 		return nil, err
 	}
-	var fresh []freshDay
-	for _, d := range candidates {
-		key := d.Format(dayLayout)
-		if st := stored[projectID][key]; st.shared == 0 && st.fp == current[projectID][key] {
-			fresh = append(fresh, freshDay{day: d, generation: st.generation})
-		}
-	}
+	fresh := slices.DeleteFunc(slices.Clone(presumed), func(f freshDay) bool {
+		key := f.day.Format(dayLayout)
+		return stored[projectID][key].fp != current[projectID][key]
+	})
 	if len(fresh) == 0 {
 		return nil, nil
+	}
+	shared, err := presumedShared, presumedErr
+	if len(fresh) < len(presumed) && err == nil {
+		shared, err = s.sharedScoreDays(ctx, projectID, name, fresh)
 	}
 
 	// A score whose versions lie on a fresh day and on a raw one has its
 	// latest version picked differently by the two sides: such fresh days
 	// are read raw too, which may bring more of them (a few rounds at
 	// most; then everything is read raw).
-	var rawConds *sqlb
-	for round := 0; ; round++ {
-		if len(fresh) == 0 || round == scoreRollupRounds {
-			return nil, nil
-		}
-		rawConds = s.rawScoreConds(projectID, name, fresh)
-		freshDays := make([]string, len(fresh))
-		freshArgs := make([]any, len(fresh))
-		for i, f := range fresh {
-			freshDays[i], freshArgs[i] = "?", f.day.Format(dayLayout)
-		}
-		check := &sqlb{}
-		check.add("SELECT DISTINCT toDate(timestamp) FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ? AND name = ? AND toDate(timestamp) IN ("+
-			strings.Join(freshDays, ", ")+")", append([]any{projectID, name}, freshArgs...)...)
-		check.add(" AND id GLOBAL IN (SELECT id FROM " + s.ddl.name(scoresTable) + " WHERE ").sub(rawConds).add(")")
-		shared := map[string]bool{}
-		err := s.query(ctx, check.String(), check.args, func(r rowScanner) error {
-			var day time.Time
-			if err := r.Scan(&day); err != nil {
-				return err
-			}
-			shared[day.Format(dayLayout)] = true
-			return nil
-		})
+	for round := 1; ; round++ {
 		if err != nil {
-			return nil, fmt.Errorf("check the score rollups: %w", err)
+			return nil, err
 		}
 		if len(shared) == 0 {
 			break
 		}
 		fresh = slices.DeleteFunc(fresh, func(f freshDay) bool { return shared[f.day.Format(dayLayout)] })
+		if len(fresh) == 0 || round == scoreRollupRounds {
+			return nil, nil
+		}
+		shared, err = s.sharedScoreDays(ctx, projectID, name, fresh)
 	}
+	rawConds := s.rawScoreConds(projectID, name, fresh)
 
 	pairs := make([]string, len(fresh))
 	args := []any{projectID, name}
@@ -277,6 +276,32 @@ func (s *Store) scoreRollupRows(ctx context.Context, projectID, name string, now
 		add(" ORDER BY event_ts DESC LIMIT 1 BY id) WHERE (id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
 	out.rawTraces.add("SELECT trace_id FROM " + s.ddl.name(scoresTable) + " WHERE ").sub(rawConds)
 	return out, nil
+}
+
+// sharedScoreDays returns the days of fresh holding a score of name whose id
+// has a version on a day read raw (any day not in fresh).
+func (s *Store) sharedScoreDays(ctx context.Context, projectID, name string, fresh []freshDay) (map[string]bool, error) {
+	freshArgs := make([]any, len(fresh))
+	for i, f := range fresh {
+		freshArgs[i] = f.day.Format(dayLayout)
+	}
+	check := &sqlb{}
+	check.add("SELECT DISTINCT toDate(timestamp) FROM "+s.ddl.name(scoresTable)+" WHERE project_id = ? AND name = ? AND toDate(timestamp) IN "+
+		placeholders(len(fresh)), append([]any{projectID, name}, freshArgs...)...)
+	check.add(" AND id GLOBAL IN (SELECT id FROM " + s.ddl.name(scoresTable) + " WHERE ").sub(s.rawScoreConds(projectID, name, fresh)).add(")")
+	shared := map[string]bool{}
+	err := s.query(ctx, check.String(), check.args, func(r rowScanner) error {
+		var day time.Time
+		if err := r.Scan(&day); err != nil {
+			return err
+		}
+		shared[day.Format(dayLayout)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check the score rollups: %w", err)
+	}
+	return shared, nil
 }
 
 // scoreRollupRounds bounds the rounds of scoreRollupRows' check.

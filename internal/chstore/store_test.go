@@ -409,6 +409,28 @@ func TestListTracesFiltersAndPages(t *testing.T) {
 	require.ErrorIs(t, err, chstore.ErrInvalid)
 }
 
+// TestListedTraceKeepsItsSpansOutsideTheWindow lists a trace by its first
+// span while a later span of it started days after the window: the page
+// shows the whole trace, not the part the list read.
+func TestListedTraceKeepsItsSpansOutsideTheWindow(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	day := 24 * 3600 * second
+	spans := traceOf("proj", "longtrace", base)
+	late := spans[2]
+	late.StartTime, late.EndTime = base+3*day, base+3*day+second
+	spans[2] = late
+	require.NoError(t, s.InsertObservations(ctx, spans))
+
+	traces, total, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj", From: base - 60*second, To: base + 60*second})
+	require.NoError(t, err)
+	require.Equal(t, 1, total)
+	require.Len(t, traces, 1)
+	assert.Equal(t, []string{"longroot", "longgen", "longtool"}, traces[0].ObservationIDs)
+	assert.InDelta(t, 0.003+0.75, traces[0].TotalCost, 1e-9, "the late span's cost counts")
+	assert.InDelta(t, float64(3*day+second)/1e6, traces[0].LatencySeconds, 1e-6)
+}
+
 func reversed(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {

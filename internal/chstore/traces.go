@@ -83,6 +83,9 @@ var (
 	exprObsIDs    = traceExpr{"t_observation_ids", "arrayMap(o -> o.2, arraySort(groupArray((start_time_us, id))))"}
 	exprCreated   = traceExpr{"t_created", "min(event_ts)"}
 	exprUpdated   = traceExpr{"t_updated", "max(event_ts)"}
+	// The first and last day a trace's spans started on, among those read.
+	exprFirstDay = traceExpr{"t_first_day", "min(toDate(start_time))"}
+	exprLastDay  = traceExpr{"t_last_day", "max(toDate(start_time))"}
 	// exprLevel is the trace's most severe observation level.
 	exprLevel = traceExpr{"t_level", "multiIf(countIf(level = 'ERROR') > 0, 'ERROR', countIf(level = 'WARNING') > 0, 'WARNING', " +
 		"countIf(level = 'DEFAULT') > 0, 'DEFAULT', count() > 0, 'DEBUG', 'DEFAULT')"}
@@ -212,7 +215,7 @@ func (s *Store) listTraces(ctx context.Context, f TraceFilter, rollups bool) ([]
 			having.add(cond.String(), cond.args...)
 		}
 	}
-	exprs = dedupeExprs(append(exprs, plan.traceExprs...))
+	exprs = dedupeExprs(append(exprs, append(plan.traceExprs, exprFirstDay, exprLastDay)...))
 	source := s.ddl.name(observationsTable) + " WHERE " + rows.String()
 	if countsRows(exprs) {
 		columns := traceMetricColumns
@@ -237,29 +240,37 @@ func (s *Store) listTraces(ctx context.Context, f TraceFilter, rollups bool) ([]
 		sortArray = "arrayReverseSort"
 	}
 	offset, limit := pageOf(f.Page, f.Limit, defaultLimit)
-	query := "SELECT count(), arrayMap(t -> t.2, arraySlice(" + sortArray + "(groupArray((" + orderExpr.alias + ", trace_id))), ?, ?)) FROM (" +
-		grouped + ") AS matching"
+	query := "SELECT total, arrayMap(t -> t.2, page), arrayReduce('min', arrayMap(t -> t.3, page)), arrayReduce('max', arrayMap(t -> t.4, page)) " +
+		"FROM (SELECT count() AS total, arraySlice(" + sortArray + "(groupArray((" + orderExpr.alias + ", trace_id, t_first_day, t_last_day))), ?, ?) AS page FROM (" +
+		grouped + ") AS matching)"
 	var (
 		total uint64
 		ids   []string
+		seen  dayRange
 	)
-	err := s.query(ctx, query, append([]any{offset + 1, limit}, args...), func(r rowScanner) error { return r.Scan(&total, &ids) })
+	err := s.query(ctx, query, append([]any{offset + 1, limit}, args...), func(r rowScanner) error { return r.Scan(&total, &ids, &seen.first, &seen.last) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list traces: %w", err)
 	}
-	traces, err := s.tracePage(ctx, f.ProjectID, ids)
+	traces, err := s.tracePage(ctx, f.ProjectID, ids, seen)
 	if err != nil {
 		return nil, 0, err
 	}
 	return traces, int(total), nil
 }
 
-// tracePage derives the traces of ids, in that order.
-func (s *Store) tracePage(ctx context.Context, projectID string, ids []string) ([]Trace, error) {
+// tracePage derives the traces of ids, in that order. seen is the days of
+// the traces' spans that the list read: their details are read for those
+// days while trace_index is asked for all their days, and read again only
+// when the traces have spans on other days too, which saves the page a
+// round trip after the index lookup.
+func (s *Store) tracePage(ctx context.Context, projectID string, ids []string, seen dayRange) ([]Trace, error) {
 	if len(ids) == 0 {
 		return []Trace{}, nil
 	}
+	guess := async(func() (map[string]Trace, error) { return s.traceDetails(ctx, projectID, ids, seen) })
 	days, err := s.traceDays(ctx, projectID, ids)
+	details, detailsErr := guess()
 	if errors.Is(err, ErrNotFound) {
 		// Deleted between the two reads.
 		return []Trace{}, nil
@@ -267,7 +278,10 @@ func (s *Store) tracePage(ctx context.Context, projectID string, ids []string) (
 	if err != nil {
 		return nil, err
 	}
-	details, err := s.traceDetails(ctx, projectID, ids, days)
+	err = detailsErr
+	if days.first.Before(seen.first) || days.last.After(seen.last) {
+		details, err = s.traceDetails(ctx, projectID, ids, days)
+	}
 	if err != nil {
 		return nil, err
 	}
