@@ -162,10 +162,11 @@ func (s *Store) storedScoreDays(ctx context.Context, projectID string) (map[stri
 // (trace_id, observation_id, s, c, cats), the sum and count of values and
 // the string values of a trace's visible latest scores of one name.
 type scoreRows struct {
-	// rolled are the rollup rows, with multi; raw the raw rows; rawTraces
-	// the traces with raw scores of the name, current or not.
-	rolled, raw, rawTraces *sqlb
-	days                   int // the days read from rollups
+	// rolled are the rollup rows; multiTraces the traces with a multi
+	// row among them; raw the raw rows; rawTraces the traces with raw
+	// scores of the name, current or not.
+	rolled, multiTraces, raw, rawTraces *sqlb
+	days                                int // the days read from rollups
 }
 
 // passingTraces selects the traces whose rows pass: single, the condition
@@ -178,7 +179,7 @@ type scoreRows struct {
 func (r *scoreRows) passingTraces(single, grouped string, args ...any) *sqlb {
 	q := &sqlb{}
 	q.add("SELECT trace_id FROM (SELECT trace_id, s, c, cats FROM (").sub(r.rolled).add(") WHERE "+single, args...).
-		add(" OR trace_id GLOBAL IN (SELECT trace_id FROM (").sub(r.rolled).add(") WHERE multi = 1 UNION ALL ").sub(r.rawTraces).add(")")
+		add(" OR trace_id GLOBAL IN (").sub(r.multiTraces).add(" UNION ALL ").sub(r.rawTraces).add(")")
 	q.add(" UNION ALL SELECT trace_id, s, c, cats FROM (").sub(r.raw).add(")) GROUP BY trace_id HAVING "+grouped, args...)
 	return q
 }
@@ -268,9 +269,12 @@ func (s *Store) scoreRollupRows(ctx context.Context, projectID, name string, now
 		pairs[i] = "(?, ?)"
 		args = append(args, f.day.Format(dayLayout), f.generation)
 	}
-	out := &scoreRows{rolled: &sqlb{}, raw: &sqlb{}, rawTraces: &sqlb{}, days: len(fresh)}
-	out.rolled.add("SELECT trace_id, observation_id, value_sum AS s, value_count AS c, string_values AS cats, multi FROM "+s.ddl.name(scoreTracesDailyTable)+
-		" WHERE project_id = ? AND name = ? AND (day, generation) IN ("+strings.Join(pairs, ", ")+")", args...)
+	out := &scoreRows{rolled: &sqlb{}, multiTraces: &sqlb{}, raw: &sqlb{}, rawTraces: &sqlb{}, days: len(fresh)}
+	currentRows := " WHERE project_id = ? AND name = ? AND (day, generation) IN (" + strings.Join(pairs, ", ") + ")"
+	out.rolled.add("SELECT trace_id, observation_id, value_sum AS s, value_count AS c, string_values AS cats FROM "+s.ddl.name(scoreTracesDailyTable)+currentRows, args...)
+	// Straight from the table, so that multi = 1 moves to PREWHERE and
+	// trace ids are read only where a granule holds a marked row.
+	out.multiTraces.add("SELECT trace_id FROM "+s.ddl.name(scoreTracesDailyTable)+currentRows+" AND multi = 1", args...)
 	out.raw.add("SELECT trace_id, observation_id, value AS s, toUInt64(1) AS c, [string_value] AS cats FROM (SELECT id, trace_id, observation_id, value, string_value, event_ts FROM "+
 		s.ddl.name(scoresTable)+" WHERE ").sub(rawConds).
 		add(" ORDER BY event_ts DESC LIMIT 1 BY id) WHERE (id, event_ts) GLOBAL NOT IN (SELECT id, event_ts FROM "+s.ddl.name(deletedScoresTable)+" WHERE project_id = ?)", projectID)
