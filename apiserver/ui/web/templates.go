@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,11 +26,27 @@ import (
 var baseTemplates embed.FS
 
 // Templates are the pages of one page package, each parsed together with
-// the layout and the shared partials. They are parsed once at start, so a
+// the layout and the shared partials. Every page is parsed at start, so a
 // broken template stops the server from starting rather than a page from
-// rendering.
+// rendering; a page's parse is kept from its first render on. Each page
+// holds its own copy of the layout's and partials' trees (html/template
+// escapes them per page), ~10 MB for all pages: a collector whose UI
+// nobody opens does not carry them.
 type Templates struct {
-	pages map[string]*template.Template
+	pages map[string]*lazyPage
+}
+
+// lazyPage parses its page on first use.
+type lazyPage struct {
+	parse func() (*template.Template, error)
+	once  sync.Once
+	t     *template.Template
+	err   error
+}
+
+func (p *lazyPage) get() (*template.Template, error) {
+	p.once.Do(func() { p.t, p.err = p.parse() })
+	return p.t, p.err
 }
 
 // Parse parses the named page files of fsys (each defines "title" and
@@ -37,34 +54,42 @@ type Templates struct {
 // A page is named by its file name without ".html". Files whose name starts
 // with "_" are partials shared by the pages of the set, not pages.
 func (a *App) Parse(fsys fs.FS, files ...string) (*Templates, error) {
-	base, err := template.New("").Funcs(a.funcs()).ParseFS(baseTemplates, "templates/*.html")
+	var partials, pages []string
+	for _, f := range files {
+		if strings.HasPrefix(path.Base(f), "_") {
+			partials = append(partials, f)
+		} else {
+			pages = append(pages, f)
+		}
+	}
+	t := &Templates{pages: map[string]*lazyPage{}}
+	for _, f := range pages {
+		parse := func() (*template.Template, error) { return a.parsePage(fsys, partials, f) }
+		if _, err := parse(); err != nil {
+			return nil, err
+		}
+		t.pages[strings.TrimSuffix(path.Base(f), ".html")] = &lazyPage{parse: parse}
+	}
+	return t, nil
+}
+
+// parsePage parses the layout, the partials and one page.
+func (a *App) parsePage(fsys fs.FS, partials []string, page string) (*template.Template, error) {
+	t, err := template.New("").Funcs(a.funcs()).ParseFS(baseTemplates, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("ui: parse layout: %w", err)
 	}
-	pages := files[:0:0]
-	for _, f := range files {
-		if !strings.HasPrefix(path.Base(f), "_") {
-			pages = append(pages, f)
-			continue
-		}
-		if _, err := base.ParseFS(fsys, f); err != nil {
+	for _, f := range partials {
+		if _, err := t.ParseFS(fsys, f); err != nil {
 			return nil, fmt.Errorf("ui: parse partial %s: %w", f, err)
 		}
 	}
-	t := &Templates{pages: map[string]*template.Template{}}
-	for _, f := range pages {
-		clone, err := base.Clone()
-		if err != nil {
-			return nil, err
-		}
-		src, err := fs.ReadFile(fsys, f)
-		if err != nil {
-			return nil, fmt.Errorf("ui: read template %s: %w", f, err)
-		}
-		if _, err := clone.New(f).Parse(string(src)); err != nil {
-			return nil, fmt.Errorf("ui: parse template %s: %w", f, err)
-		}
-		t.pages[strings.TrimSuffix(path.Base(f), ".html")] = clone
+	src, err := fs.ReadFile(fsys, page)
+	if err != nil {
+		return nil, fmt.Errorf("ui: read template %s: %w", page, err)
+	}
+	if _, err := t.New(page).Parse(string(src)); err != nil {
+		return nil, fmt.Errorf("ui: parse template %s: %w", page, err)
 	}
 	return t, nil
 }
@@ -78,7 +103,7 @@ func (t *Templates) page(name string) (*template.Template, error) {
 	if !ok {
 		return nil, fmt.Errorf("ui: no page template %q", name)
 	}
-	return p, nil
+	return p.get()
 }
 
 func (t *Templates) execute(w io.Writer, page string, v *View) error {
