@@ -105,18 +105,9 @@ var rollupMeasures = map[string]rollupMeasure{
 // rollupAggregations are those that combine from per-day partials.
 var rollupAggregations = map[string]bool{"sum": true, "avg": true, "count": true, "min": true, "max": true}
 
-func sortedRollupMeasures() []string {
-	names := make([]string, 0, len(rollupMeasures))
-	for n := range rollupMeasures {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
 func rollupMeasureColumns() string {
 	var b strings.Builder
-	for _, n := range sortedRollupMeasures() {
+	for _, n := range keysInOrder(rollupMeasures) {
 		m := rollupMeasures[n]
 		fmt.Fprintf(&b, ",\n\t%[1]s_sum Float64,\n\t%[1]s_min Nullable(Float64),\n\t%[1]s_max Nullable(Float64)", m.col)
 		if m.nullable {
@@ -253,69 +244,103 @@ func (s *Store) freshDays(ctx context.Context, projectID string, days []time.Tim
 	if err != nil {
 		return nil, err
 	}
-	type state struct {
-		fp         dayFingerprint
-		generation uint64
-	}
-	states := map[string]state{}
-	err = s.query(ctx, "SELECT day, argMax(generation, generation), argMax(rows, generation), argMax(event_ts_sum, generation), "+
-		"argMax(deleted, generation) FROM "+s.ddl.name(metricsDailyDaysTable)+" WHERE project_id = ? AND day >= ? AND day <= ? GROUP BY day",
-		[]any{projectID, first.Format(dayLayout), last.Format(dayLayout)}, func(r rowScanner) error {
-			var (
-				day time.Time
-				st  state
-			)
-			if err := r.Scan(&day, &st.generation, &st.fp.rows, &st.fp.eventTSSum, &st.fp.deleted); err != nil {
-				return err
-			}
-			states[day.Format(dayLayout)] = st
-			return nil
-		})
+	stored, err := s.storedRollupDays(ctx, projectID, first, last)
 	if err != nil {
-		return nil, fmt.Errorf("read the rollup days: %w", err)
+		return nil, err
 	}
 	var fresh []freshDay
 	for _, d := range days {
 		key := d.Format(dayLayout)
-		if st, ok := states[key]; ok && st.fp == now[key] {
+		if st, ok := stored[projectID][key]; ok && st.fp == now[projectID][key] {
 			fresh = append(fresh, freshDay{day: d, generation: st.generation})
 		}
 	}
 	return fresh, nil
 }
 
-// dayFingerprints reads the fingerprint of a project's days in [first,
-// last]; days without rows are absent (the zero fingerprint).
-func (s *Store) dayFingerprints(ctx context.Context, projectID string, first, last time.Time) (map[string]dayFingerprint, error) {
-	out := map[string]dayFingerprint{}
+// dayFingerprints reads, per project, the fingerprint of its days in
+// [first, last]; projectID "" reads all projects. Days without rows are
+// absent (the zero fingerprint).
+func (s *Store) dayFingerprints(ctx context.Context, projectID string, first, last time.Time) (map[string]map[string]dayFingerprint, error) {
 	lo, hi := first.Format(dayLayout), last.Format(dayLayout)
-	q := "SELECT 0, toDate(start_time) AS day, count(), sum(event_ts) FROM " + s.ddl.name(observationsTable) +
-		" WHERE project_id = ? AND start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) >= ? AND toDate(start_time) <= ? GROUP BY day" +
-		" UNION ALL SELECT 1, day, uniqExact(trace_id), toUInt64(0) FROM " + s.ddl.name(traceIndexTable) +
-		" WHERE project_id = ? AND day >= ? AND day <= ? AND trace_id IN (SELECT trace_id FROM " + s.ddl.name(deletedTracesTable) +
-		" WHERE project_id = ?) GROUP BY day"
-	args := []any{projectID, first.Unix(), last.AddDate(0, 0, 1).Unix(), lo, hi, projectID, lo, hi, projectID}
-	err := s.query(ctx, q, args, func(r rowScanner) error {
+	// One project's days group by day alone: a String key beside the Date
+	// would slow the pass over every row of a dashboard's window.
+	project, scope, groupBy := "project_id", "", "project_id, day"
+	tombstones := "(project_id, trace_id) IN (SELECT project_id, trace_id FROM " + s.ddl.name(deletedTracesTable) + ")"
+	obsArgs, indexArgs := []any{first.Unix(), last.AddDate(0, 0, 1).Unix(), lo, hi}, []any{lo, hi}
+	if projectID != "" {
+		project, scope, groupBy = "toString(?)", "project_id = ? AND ", "day"
+		tombstones = "trace_id IN (SELECT trace_id FROM " + s.ddl.name(deletedTracesTable) + " WHERE project_id = ?)"
+		obsArgs = append([]any{projectID, projectID}, obsArgs...)
+		indexArgs = append([]any{projectID, projectID}, append(indexArgs, projectID)...)
+	}
+	q := "SELECT 0, " + project + ", toDate(start_time) AS day, count(), sum(event_ts) FROM " + s.ddl.name(observationsTable) +
+		" WHERE " + scope + "start_time >= toDateTime(?) AND start_time < toDateTime(?) AND toDate(start_time) >= ? AND toDate(start_time) <= ? GROUP BY " + groupBy +
+		" UNION ALL SELECT 1, " + project + ", day, uniqExact(trace_id), toUInt64(0) FROM " + s.ddl.name(traceIndexTable) +
+		" WHERE " + scope + "day >= ? AND day <= ? AND " + tombstones + " GROUP BY " + groupBy
+	out := map[string]map[string]dayFingerprint{}
+	err := s.query(ctx, q, append(obsArgs, indexArgs...), func(r rowScanner) error {
 		var (
-			kind uint8
-			day  time.Time
-			a, b uint64
+			kind    uint8
+			project string
+			day     time.Time
+			a, b    uint64
 		)
-		if err := r.Scan(&kind, &day, &a, &b); err != nil {
+		if err := r.Scan(&kind, &project, &day, &a, &b); err != nil {
 			return err
 		}
+		if out[project] == nil {
+			out[project] = map[string]dayFingerprint{}
+		}
 		key := day.Format(dayLayout)
-		fp := out[key]
+		fp := out[project][key]
 		if kind == 0 {
 			fp.rows, fp.eventTSSum = a, b
 		} else {
 			fp.deleted = a
 		}
-		out[key] = fp
+		out[project][key] = fp
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the days' fingerprints: %w", err)
+	}
+	return out, nil
+}
+
+// storedRollupDay is the current rollup of a day.
+type storedRollupDay struct {
+	fp         dayFingerprint
+	generation uint64
+}
+
+// storedRollupDays reads, per project, the current rollup of its days in
+// [first, last]; projectID "" reads all projects.
+func (s *Store) storedRollupDays(ctx context.Context, projectID string, first, last time.Time) (map[string]map[string]storedRollupDay, error) {
+	scope, args := "", []any{first.Format(dayLayout), last.Format(dayLayout)}
+	if projectID != "" {
+		scope, args = "project_id = ? AND ", append([]any{projectID}, args...)
+	}
+	out := map[string]map[string]storedRollupDay{}
+	err := s.query(ctx, "SELECT project_id, day, max(generation), argMax(rows, generation), argMax(event_ts_sum, generation), "+
+		"argMax(deleted, generation) FROM "+s.ddl.name(metricsDailyDaysTable)+" WHERE "+scope+"day >= ? AND day <= ? GROUP BY project_id, day",
+		args, func(r rowScanner) error {
+			var (
+				project string
+				day     time.Time
+				st      storedRollupDay
+			)
+			if err := r.Scan(&project, &day, &st.generation, &st.fp.rows, &st.fp.eventTSSum, &st.fp.deleted); err != nil {
+				return err
+			}
+			if out[project] == nil {
+				out[project] = map[string]storedRollupDay{}
+			}
+			out[project][day.Format(dayLayout)] = st
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read the rollup days: %w", err)
 	}
 	return out, nil
 }
@@ -560,71 +585,33 @@ func (s *Store) pruneRollups(ctx context.Context, rowsTable, daysTable table) er
 // staleRollupDays lists, per project, the closed days whose rollup is
 // missing or not current.
 func (s *Store) staleRollupDays(ctx context.Context, now time.Time) (map[string][]time.Time, error) {
-	today := now.UTC().Truncate(24 * time.Hour)
-	type key struct {
-		project string
-		day     string
-	}
-	current := map[key]dayFingerprint{}
-	q := "SELECT 0, project_id, toDate(start_time) AS day, count(), sum(event_ts) FROM " + s.ddl.name(observationsTable) +
-		" WHERE start_time < toDateTime(?) GROUP BY project_id, day" +
-		" UNION ALL SELECT 1, project_id, day, uniqExact(trace_id), toUInt64(0) FROM " + s.ddl.name(traceIndexTable) +
-		" WHERE day < ? AND (project_id, trace_id) IN (SELECT project_id, trace_id FROM " + s.ddl.name(deletedTracesTable) + ") GROUP BY project_id, day"
-	err := s.query(ctx, q, []any{today.Unix(), today.Format(dayLayout)}, func(r rowScanner) error {
-		var (
-			kind uint8
-			k    key
-			day  time.Time
-			a, b uint64
-		)
-		if err := r.Scan(&kind, &k.project, &day, &a, &b); err != nil {
-			return err
-		}
-		k.day = day.Format(dayLayout)
-		fp := current[k]
-		if kind == 0 {
-			fp.rows, fp.eventTSSum = a, b
-		} else {
-			fp.deleted = a
-		}
-		current[k] = fp
-		return nil
-	})
+	first, last := time.Unix(0, 0).UTC(), now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	current, err := s.dayFingerprints(ctx, "", first, last)
 	if err != nil {
-		return nil, fmt.Errorf("read the days' fingerprints: %w", err)
+		return nil, err
 	}
-	stored := map[key]dayFingerprint{}
-	err = s.query(ctx, "SELECT project_id, day, argMax(rows, generation), argMax(event_ts_sum, generation), argMax(deleted, generation) FROM "+
-		s.ddl.name(metricsDailyDaysTable)+" GROUP BY project_id, day", nil, func(r rowScanner) error {
-		var (
-			k   key
-			day time.Time
-			fp  dayFingerprint
-		)
-		if err := r.Scan(&k.project, &day, &fp.rows, &fp.eventTSSum, &fp.deleted); err != nil {
-			return err
-		}
-		k.day = day.Format(dayLayout)
-		stored[k] = fp
-		return nil
-	})
+	stored, err := s.storedRollupDays(ctx, "", first, last)
 	if err != nil {
-		return nil, fmt.Errorf("read the rollup days: %w", err)
+		return nil, err
 	}
 	out := map[string][]time.Time{}
-	add := func(k key) {
-		day, _ := time.Parse(dayLayout, k.day)
-		out[k.project] = append(out[k.project], day)
+	add := func(project, key string) {
+		day, _ := time.Parse(dayLayout, key)
+		out[project] = append(out[project], day)
 	}
-	for k, fp := range current {
-		if st, ok := stored[k]; !ok || st != fp {
-			add(k)
+	for project, days := range current {
+		for key, fp := range days {
+			if st, ok := stored[project][key]; !ok || st.fp != fp {
+				add(project, key)
+			}
 		}
 	}
 	// Days whose rows are all gone (purged, expired) roll up to nothing.
-	for k, st := range stored {
-		if _, ok := current[k]; !ok && st != (dayFingerprint{}) {
-			add(k)
+	for project, days := range stored {
+		for key, st := range days {
+			if _, ok := current[project][key]; !ok && st.fp != (dayFingerprint{}) {
+				add(project, key)
+			}
 		}
 	}
 	return out, nil
@@ -645,7 +632,7 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 		dayArgs[i] = d.Format(dayLayout)
 	}
 	var cols, aggs []string
-	for _, n := range sortedRollupMeasures() {
+	for _, n := range keysInOrder(rollupMeasures) {
 		rm, x := rollupMeasures[n], observationsView.measures[n].expr
 		cols = append(cols, rm.col+"_sum", rm.col+"_min", rm.col+"_max")
 		aggs = append(aggs, "toFloat64(ifNull(sum("+x+"), 0))", "CAST(min("+x+") AS Nullable(Float64))", "CAST(max("+x+") AS Nullable(Float64))")
@@ -674,7 +661,7 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 	}
 	var current []time.Time
 	for _, d := range days {
-		if key := d.Format(dayLayout); before[key] == after[key] {
+		if key := d.Format(dayLayout); before[projectID][key] == after[projectID][key] {
 			current = append(current, d)
 		}
 	}
@@ -682,7 +669,7 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 		now := time.Now().UTC()
 		err = s.insert(ctx, s.ddl.name(metricsDailyDaysTable), []string{"project_id", "day", "generation", "rows", "event_ts_sum", "deleted", "computed_at"},
 			len(current), func(i int) []any {
-				fp := before[current[i].Format(dayLayout)]
+				fp := before[projectID][current[i].Format(dayLayout)]
 				return []any{projectID, current[i], generation, fp.rows, fp.eventTSSum, fp.deleted, now}
 			})
 		if err != nil {
