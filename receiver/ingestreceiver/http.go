@@ -122,7 +122,8 @@ func (r *ingestReceiver) handleTraces(w http.ResponseWriter, req *http.Request) 
 		writeRequestError(w, bodyError(err))
 		return
 	}
-	exportReq, err := decodeTraces(format, body)
+	exportReq, err := decodeTraces(format, body.Bytes())
+	r.bodies.release(body)
 	if err != nil {
 		writeRequestError(w, err)
 		return
