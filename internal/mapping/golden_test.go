@@ -162,22 +162,26 @@ func marshalGolden(t testing.TB, obs []model.Observation) []byte {
 	return buf.Bytes()
 }
 
-// TestPriceFieldsMatchFromSpan: what pricing reads through PriceFields is
-// exactly what FromSpan stores, span by span, for every producer's fixture.
-func TestPriceFieldsMatchFromSpan(t *testing.T) {
+// TestPriceReaderMatchesFromSpan: what pricing reads through a PriceReader
+// is exactly what FromSpan stores, span by span, for every producer's
+// fixture, with one reader across all of a fixture's resources and scopes.
+func TestPriceReaderMatchesFromSpan(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*", "input.json"))
 	require.NoError(t, err)
 	checked := 0
 	for _, input := range inputs {
 		td := readTraces(t, input)
+		reader := NewPriceReader(goldenNow)
 		for i := 0; i < td.ResourceSpans().Len(); i++ {
 			rs := td.ResourceSpans().At(i)
+			reader.SetResource(rs.Resource())
 			for j := 0; j < rs.ScopeSpans().Len(); j++ {
 				ss := rs.ScopeSpans().At(j)
+				reader.SetScope(ss.Scope())
 				for k := 0; k < ss.Spans().Len(); k++ {
 					span := ss.Spans().At(k)
 					full := FromSpan(rs.Resource(), ss.Scope(), span, goldenNow)
-					got := PriceFields(rs.Resource(), ss.Scope(), span, goldenNow)
+					got := reader.Read(span)
 					want := model.Observation{
 						ProjectID: full.ProjectID, Type: full.Type, StartTime: full.StartTime, EndTime: full.EndTime,
 						Level: full.Level, Model: full.Model, UsageDetails: full.UsageDetails,
@@ -188,6 +192,7 @@ func TestPriceFieldsMatchFromSpan(t *testing.T) {
 				}
 			}
 		}
+		reader.Close()
 	}
 	require.Greater(t, checked, 20)
 }

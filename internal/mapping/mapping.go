@@ -44,19 +44,33 @@ func AppendObservations(dst []model.Observation, td ptrace.Traces, now time.Time
 	return dst
 }
 
-// PriceFields maps only what pricing reads (project, ids, type, times,
-// level, model, usage and cost) by the same rules as FromSpan, without the
-// work of input, output and metadata.
-func PriceFields(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {
-	m := getMapper(now, 1)
-	defer putMapper(m)
-	m.setResource(res)
-	m.setScope(scope)
-	m.load(span)
-	o := model.Observation{ProjectID: m.res.projectID}
-	m.priceFields(&o)
+// PriceReader maps only what pricing reads (project, type, times, level,
+// model, usage and cost) by the same rules as FromSpan, without the work of
+// input, output and metadata. It reads one span after another with one
+// mapper, deriving what a resource and a scope share once for their spans,
+// as AppendObservations does. It is not safe for concurrent use; Close
+// returns the mapper.
+type PriceReader struct{ m *mapper }
+
+// NewPriceReader starts reading spans received at now.
+func NewPriceReader(now time.Time) PriceReader { return PriceReader{m: getMapper(now, 0)} }
+
+// SetResource sets the resource of the spans read next; SetScope follows.
+func (r PriceReader) SetResource(res pcommon.Resource) { r.m.setResource(res) }
+
+// SetScope sets the instrumentation scope of the spans read next.
+func (r PriceReader) SetScope(scope pcommon.InstrumentationScope) { r.m.setScope(scope) }
+
+// Read maps the pricing fields of one span.
+func (r PriceReader) Read(span ptrace.Span) model.Observation {
+	r.m.load(span)
+	o := model.Observation{ProjectID: r.m.res.projectID}
+	r.m.priceFields(&o)
 	return o
 }
+
+// Close ends the reader; it must not be used afterwards.
+func (r PriceReader) Close() { putMapper(r.m) }
 
 // FromSpan maps one span.
 func FromSpan(res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) model.Observation {

@@ -48,10 +48,7 @@ type costProcessor struct {
 	spans     metric.Int64Counter
 	resultOpt [costing.NumResults]metric.AddOption
 
-	// noResource stands in for the span's resource where only model, usage
-	// and cost are read, none of which depend on it.
-	noResource pcommon.Resource
-	scratch    sync.Pool // *scratch
+	scratch sync.Pool // *scratch
 
 	loggedModels sync.Map // model name -> struct{}
 	loggedCount  atomic.Int32
@@ -81,7 +78,6 @@ func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, erro
 		estimation: costing.Estimation{Enabled: cfg.EstimateUsage, MaxBytes: cfg.MaxEstimateBytes},
 		now:        time.Now,
 		spans:      spans,
-		noResource: pcommon.NewResource(),
 		scratch:    sync.Pool{New: func() any { return new(scratch) }},
 	}
 	for r := costing.ClientCost; r < costing.NumResults; r++ {
@@ -129,19 +125,21 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 	p.loop.Current(ctx)
 	now := p.now()
 	var counts [costing.NumResults]int64
+	reader := mapping.NewPriceReader(now)
+	defer reader.Close()
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		project := ""
-		if v, ok := rs.Resource().Attributes().Get(model.ProjectIDAttribute); ok {
-			project = v.Str()
-		}
+		reader.SetResource(rs.Resource())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
+			reader.SetScope(ss.Scope())
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
-				counts[p.processSpan(project, rs.Resource(), ss.Scope(), spans.At(k), now)]++
+				span := spans.At(k)
+				o := reader.Read(span)
+				counts[p.processSpan(&o, rs.Resource(), ss.Scope(), span, now)]++
 			}
 		}
 	}
@@ -153,13 +151,11 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 	return td, nil
 }
 
-// processSpan prices one span by the costing rule. Model, usage and cost
-// are read by the mapping itself, so the processor prices exactly what will
-// be stored; the span's resource is mapped only when an estimate needs the
-// input and output.
-func (p *costProcessor) processSpan(project string, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) costing.Result {
-	o := mapping.PriceFields(p.noResource, scope, span, now)
-	result, err := costing.Apply(p.pricer, project, &o, now, p.estimation, func() model.Observation {
+// processSpan prices one span, whose pricing fields the mapping read into
+// o, by the costing rule: the processor prices exactly what will be stored.
+// The whole span is mapped only when an estimate needs its input and output.
+func (p *costProcessor) processSpan(o *model.Observation, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) costing.Result {
+	result, err := costing.Apply(p.pricer, o.ProjectID, o, now, p.estimation, func() model.Observation {
 		return mapping.FromSpan(res, scope, span, now)
 	})
 	switch result {
