@@ -24,6 +24,7 @@ type allInOne struct {
 	DataDir                 string
 	PublicKey, SecretKey    string
 	UserEmail, UserPassword string // the first owner, who signs in to the UI
+	config                  string // the shipped file it runs, relative to the repository
 	env                     map[string]string
 }
 
@@ -36,11 +37,21 @@ func startAllInOne(t *testing.T) *allInOne {
 // route answers health (503 while ClickHouse is down).
 func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 	t.Helper()
+	a := newAllInOne(t, ch)
+	a.run(t, health)
+	return a
+}
+
+// newAllInOne describes an all-in-one deployment on ch with its own data
+// directory, ports and first project, not yet started.
+func newAllInOne(t *testing.T, ch chstore.Config) *allInOne {
+	t.Helper()
 	requireEnv(t, "GLASSBOX_BIN")
 	dataDir := t.TempDir()
 	port := freeport.Port(t)
 	a := &allInOne{PublicKey: "pk-lf-allinone-0123456789", SecretKey: "sk-lf-allinone-0123456789-0123456789abcd",
-		UserEmail: "admin@glassbox.local", UserPassword: "first owner password", DataDir: dataDir}
+		UserEmail: "admin@glassbox.local", UserPassword: "first owner password", DataDir: dataDir,
+		config: "configs/all-in-one.yaml"}
 	a.env = map[string]string{
 		"GLASSBOX_LISTEN":              fmt.Sprintf("127.0.0.1:%d", port),
 		"GLASSBOX_HEALTH_LISTEN":       fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
@@ -59,7 +70,6 @@ func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 		"GLASSBOX_INIT_USER_EMAIL":     a.UserEmail,
 		"GLASSBOX_INIT_USER_PASSWORD":  a.UserPassword,
 	}
-	a.run(t, health)
 	return a
 }
 
@@ -68,7 +78,7 @@ func startAllInOneOn(t *testing.T, ch chstore.Config, health int) *allInOne {
 func (a *allInOne) run(t *testing.T, health int) {
 	t.Helper()
 	c := &collector{BaseURL: "http://" + a.env["GLASSBOX_LISTEN"], log: &lockedBuffer{}, done: make(chan struct{})}
-	c.cmd = exec.Command(requireEnv(t, "GLASSBOX_BIN"), "--config", repoPath(t, "configs/all-in-one.yaml"))
+	c.cmd = exec.Command(requireEnv(t, "GLASSBOX_BIN"), "--config", repoPath(t, a.config))
 	c.cmd.Env = os.Environ()
 	for k, v := range a.env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)

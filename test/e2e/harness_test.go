@@ -145,6 +145,52 @@ func startCollector(t *testing.T, dsn, database string, queueDir string) *collec
 	return c
 }
 
+// startProcess runs bin with --config config (relative to the repository)
+// and env added to the test's environment; base is the URL the process
+// serves. It is stopped when the test ends.
+func startProcess(t *testing.T, bin, config, base string, env ...string) *collector {
+	t.Helper()
+	c := &collector{BaseURL: base, log: &lockedBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(bin, "--config", repoPath(t, config))
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	require.NoError(t, c.cmd.Start())
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.stop(t) })
+	return c
+}
+
+// waitServing polls path until it answers status.
+func (c *collector) waitServing(t *testing.T, method, path, auth string, status int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		select {
+		case <-c.done:
+			return true
+		default:
+		}
+		req, err := http.NewRequest(method, c.BaseURL+path, strings.NewReader("{}"))
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == status
+	}, 60*time.Second, 100*time.Millisecond, "%s %s did not answer %d:\n%s", method, path, status, c.log)
+	select {
+	case <-c.done:
+		t.Fatalf("process exited early:\n%s", c.log.String())
+	default:
+	}
+}
+
 func (c *collector) waitReady(t *testing.T) {
 	t.Helper()
 	c.waitHealth(t, http.StatusOK)

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -113,9 +112,7 @@ func startWriter(t *testing.T, ch chstore.Config) *writerTier {
 	dataDir := t.TempDir()
 	health := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	w.listen = fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
-	c := &collector{BaseURL: "http://" + health, log: &lockedBuffer{}, done: make(chan struct{})}
-	c.cmd = exec.Command(bin, "--config", repoPath(t, "configs/gateway-writer.yaml"))
-	c.cmd.Env = append(os.Environ(),
+	c := startProcess(t, bin, "configs/gateway-writer.yaml", "http://"+health,
 		"GLASSBOX_WRITER_LISTEN="+w.listen, "GLASSBOX_HEALTH_LISTEN="+health,
 		"GLASSBOX_WRITER_TLS_CERT="+w.serverCert, "GLASSBOX_WRITER_TLS_KEY="+w.serverKey,
 		"GLASSBOX_WRITER_TLS_CLIENT_CA="+w.gatewayCA.file(),
@@ -123,18 +120,7 @@ func startWriter(t *testing.T, ch chstore.Config) *writerTier {
 		"GLASSBOX_CLICKHOUSE_CLUSTER=", "GLASSBOX_CLICKHOUSE_REPLICATED=false",
 		"GLASSBOX_CONTROL_PLANE_DSN=sqlite://"+filepath.Join(dataDir, "cp.db"), "GLASSBOX_DATA_DIR="+dataDir,
 	)
-	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
-	require.NoError(t, c.cmd.Start())
-	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() { c.stop(t) })
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(c.BaseURL + "/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond, "writer not ready:\n%s", c.log)
+	c.waitServing(t, http.MethodGet, "/", "", http.StatusOK)
 	w.collector = c
 	return w
 }
