@@ -174,6 +174,10 @@ func TestPassesDataUnchanged(t *testing.T) {
 	in := batch("p", span{trace: 1, id: 1, root: true, name: "root", attrs: map[string]any{"langfuse.trace.tags": []any{"a"}}})
 	want := ptrace.NewTraces()
 	in.CopyTo(want)
+	// The pipeline shares data with processors that declare MutatesData
+	// false; any write to read-only data panics.
+	in.MarkReadOnly()
+	want.MarkReadOnly()
 	require.Eventually(t, func() bool {
 		require.NoError(t, proc.ConsumeTraces(context.Background(), in))
 		return len(src.written()) > 0
