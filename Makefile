@@ -28,7 +28,7 @@ test-topology:
 
 ## test-unit: only the Go tests, against servers the caller already started
 test-unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -race -count=1 $(PKGS)
 
 ## bench: ingestion and read benchmarks; figures go to docs/benchmarks.md
 bench:
