@@ -189,6 +189,34 @@ func TestEnvironmentPrecedence(t *testing.T) {
 	assert.Equal(t, "fallback", f.mapped().Environment, "an empty value is absent")
 }
 
+// TestEnvironmentIsWhatIsStored: the environment processors decide by
+// (Environment) is the one the span is stored under, for every placement of
+// awkward values over the keys of the span and of the resource.
+func TestEnvironmentIsWhatIsStored(t *testing.T) {
+	values := []any{nil, "", "langfuse-prod", "Prod", "prod eu", int64(7), true, strings.Repeat("x", 45)}
+	keys := environmentKeys[:]
+	checked := 0
+	for _, key := range keys {
+		for _, other := range keys {
+			for _, spanValue := range values {
+				for _, resValue := range values {
+					f := newFixture()
+					if spanValue != nil {
+						require.NoError(t, f.span.Attributes().PutEmpty(key).FromRaw(spanValue))
+					}
+					if resValue != nil {
+						require.NoError(t, f.res.Attributes().PutEmpty(other).FromRaw(resValue))
+					}
+					assert.Equal(t, f.mapped().Environment, Environment(f.span.Attributes(), f.res.Attributes()),
+						"span %s=%v, resource %s=%v", key, spanValue, other, resValue)
+					checked++
+				}
+			}
+		}
+	}
+	require.Equal(t, 9*64, checked)
+}
+
 func TestReleaseAndVersion(t *testing.T) {
 	f := newFixture()
 	f.res.Attributes().PutStr("service.version", "1.2.3")
