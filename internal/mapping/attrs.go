@@ -273,9 +273,9 @@ func (a *spanAttrs) set(k string, v pcommon.Value) (fam uint32, hidden bool) {
 		p = &a.obsModel
 	case "langfuse.observation.model.parameters":
 		p = &a.obsModelParams
-	case "langfuse.observation.usage_details":
+	case model.UsageDetailsAttribute:
 		p = &a.obsUsage
-	case "langfuse.observation.cost_details":
+	case model.CostDetailsAttribute:
 		p = &a.obsCost
 	case "langfuse.observation.prompt.name":
 		p = &a.obsPromptName

@@ -16,6 +16,12 @@ const (
 	// UsageEstimatedAttribute is true when the usage was counted from the
 	// input and output because the client reported none (glassbox_cost).
 	UsageEstimatedAttribute = "glassbox.usage.estimated"
+	// UsageDetailsAttribute and CostDetailsAttribute are Langfuse's span
+	// attributes for usage and cost as JSON objects. glassbox_cost writes
+	// them; the mapping reads them before any other usage or cost attribute,
+	// and so does every Langfuse-compatible backend a fan-out sends to.
+	UsageDetailsAttribute = "langfuse.observation.usage_details"
+	CostDetailsAttribute  = "langfuse.observation.cost_details"
 )
 
 // Observation types, in Langfuse's spelling.

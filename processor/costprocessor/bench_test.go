@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 )
 
@@ -112,7 +113,7 @@ func restore(td, src ptrace.Traces) {
 	dst, orig := td.ResourceSpans().At(0).ScopeSpans(), src.ResourceSpans().At(0).ScopeSpans()
 	for i := 0; i < dst.Len(); i++ {
 		attrs, was := dst.At(i).Spans().At(0).Attributes(), orig.At(i).Spans().At(0).Attributes()
-		for _, k := range []string{usageDetailsAttribute, costDetailsAttribute} {
+		for _, k := range []string{model.UsageDetailsAttribute, model.CostDetailsAttribute} {
 			if v, ok := was.Get(k); ok {
 				attrs.PutStr(k, v.Str())
 			} else {

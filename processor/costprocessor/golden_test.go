@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/glassbox-dev/glassbox/internal/mapping"
+	"github.com/glassbox-dev/glassbox/internal/model"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 )
 
@@ -56,8 +57,8 @@ func TestGoldenUsageShapes(t *testing.T) {
 			if c.Usage != nil {
 				wantUsage, wantCost = c.Usage, c.Cost
 			}
-			assert.Equal(t, wantUsage, jsonAttr(t, attrs, usageDetailsAttribute))
-			cost := jsonAttr(t, attrs, costDetailsAttribute)
+			assert.Equal(t, wantUsage, jsonAttr(t, attrs, model.UsageDetailsAttribute))
+			cost := jsonAttr(t, attrs, model.CostDetailsAttribute)
 			assertCost(t, wantCost, cost)
 			assert.InDelta(t, golden.Cost["total"], cost["total"], 1e-12, "every shape costs the same")
 
@@ -95,7 +96,7 @@ func TestGoldenPricing(t *testing.T) {
 		require.NoError(t, err)
 		s := generation(modelName, map[string]any{"langfuse.observation.usage_details": string(raw)})
 		s.start = start
-		return jsonAttr(t, h.consume(t, testTraces(t, project, s))[0], costDetailsAttribute)
+		return jsonAttr(t, h.consume(t, testTraces(t, project, s))[0], model.CostDetailsAttribute)
 	}
 	first := golden.Cases[1]
 	require.Equal(t, "acme", first.Project)

@@ -25,14 +25,6 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/refresh"
 )
 
-// The Langfuse attributes the processor writes: the mapping reads them
-// before any other usage or cost attribute, and so does every
-// Langfuse-compatible backend a fan-out sends the span to.
-const (
-	usageDetailsAttribute = "langfuse.observation.usage_details"
-	costDetailsAttribute  = "langfuse.observation.cost_details"
-)
-
 const scopeName = "github.com/glassbox-dev/glassbox/processor/costprocessor"
 
 // maxLoggedModels bounds the unknown model names logged once each.
@@ -168,8 +160,8 @@ func (p *costProcessor) processSpan(o *model.Observation, res pcommon.Resource, 
 	case costing.Priced, costing.Estimated:
 		s := p.scratch.Get().(*scratch)
 		attrs := span.Attributes()
-		attrs.PutStr(usageDetailsAttribute, s.usageJSON(o.UsageDetails))
-		attrs.PutStr(costDetailsAttribute, s.costJSON(o.CostDetails))
+		attrs.PutStr(model.UsageDetailsAttribute, s.usageJSON(o.UsageDetails))
+		attrs.PutStr(model.CostDetailsAttribute, s.costJSON(o.CostDetails))
 		p.scratch.Put(s)
 		if o.UsageEstimated {
 			attrs.PutBool(model.UsageEstimatedAttribute, true)

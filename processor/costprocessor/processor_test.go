@@ -179,8 +179,8 @@ func TestPricesGenerations(t *testing.T) {
 	attrs := h.consume(t, td)
 
 	assert.Equal(t, map[string]float64{"input": 1000, "output": 500, "total": 1500},
-		jsonAttr(t, attrs[0], usageDetailsAttribute))
-	cost := jsonAttr(t, attrs[0], costDetailsAttribute)
+		jsonAttr(t, attrs[0], model.UsageDetailsAttribute))
+	cost := jsonAttr(t, attrs[0], model.CostDetailsAttribute)
 	assert.InDelta(t, 1000*2.5e-6, cost["input"], 1e-12)
 	assert.InDelta(t, 500*10e-6, cost["output"], 1e-12)
 	assert.InDelta(t, 1000*2.5e-6+500*10e-6, cost["total"], 1e-12)
@@ -188,8 +188,8 @@ func TestPricesGenerations(t *testing.T) {
 	assert.False(t, estimated)
 
 	assert.Equal(t, map[string]float64{"input": 1000, "input_cached_tokens": 200, "output": 300, "total": 1500},
-		jsonAttr(t, attrs[1], usageDetailsAttribute), "provider usage is normalised")
-	cost = jsonAttr(t, attrs[1], costDetailsAttribute)
+		jsonAttr(t, attrs[1], model.UsageDetailsAttribute), "provider usage is normalised")
+	cost = jsonAttr(t, attrs[1], model.CostDetailsAttribute)
 	assert.InDelta(t, 1000*0.15e-6+200*0.075e-6+300*0.6e-6, cost["total"], 1e-12)
 
 	// The mapping reads back exactly what the processor computed.
@@ -208,8 +208,8 @@ func TestClientCostWins(t *testing.T) {
 		"langfuse.observation.usage_details": `{"input":1000,"output":500}`,
 		"langfuse.observation.cost_details":  `{"total":42}`,
 	})))
-	assert.Equal(t, map[string]float64{"total": 42}, jsonAttr(t, attrs[0], costDetailsAttribute))
-	v, _ := attrs[0].Get(usageDetailsAttribute)
+	assert.Equal(t, map[string]float64{"total": 42}, jsonAttr(t, attrs[0], model.CostDetailsAttribute))
+	v, _ := attrs[0].Get(model.UsageDetailsAttribute)
 	assert.Equal(t, `{"input":1000,"output":500}`, v.Str(), "left as the client sent it")
 	assert.Equal(t, map[string]int64{"client_cost": 1}, h.results(t))
 }
@@ -220,7 +220,7 @@ func TestUnknownModelStaysWithoutCost(t *testing.T) {
 		attrs := h.consume(t, testTraces(t, "proj", generation("acme-llm-9000", map[string]any{
 			"langfuse.observation.usage_details": `{"input":10}`,
 		})))
-		_, has := attrs[0].Get(costDetailsAttribute)
+		_, has := attrs[0].Get(model.CostDetailsAttribute)
 		assert.False(t, has, "no guessed cost")
 	}
 	logged := h.logs.FilterMessageSnippet("No price for this model").All()
@@ -255,13 +255,13 @@ func TestEstimatesMissingUsage(t *testing.T) {
 		}},
 	))
 	// 3 + (3 + role 1 + content 2) for the chat input, 2 for the output.
-	assert.Equal(t, map[string]float64{"input": 9, "output": 2, "total": 11}, jsonAttr(t, attrs[0], usageDetailsAttribute))
-	assert.InDelta(t, 9*2.5e-6+2*10e-6, jsonAttr(t, attrs[0], costDetailsAttribute)["total"], 1e-12)
+	assert.Equal(t, map[string]float64{"input": 9, "output": 2, "total": 11}, jsonAttr(t, attrs[0], model.UsageDetailsAttribute))
+	assert.InDelta(t, 9*2.5e-6+2*10e-6, jsonAttr(t, attrs[0], model.CostDetailsAttribute)["total"], 1e-12)
 	v, ok := attrs[0].Get(model.UsageEstimatedAttribute)
 	require.True(t, ok)
 	assert.True(t, v.Bool())
 	for i := 1; i < 4; i++ {
-		_, has := attrs[i].Get(costDetailsAttribute)
+		_, has := attrs[i].Get(model.CostDetailsAttribute)
 		assert.False(t, has, "span %d", i)
 	}
 	assert.Equal(t, map[string]int64{"estimated": 1, "no_usage": 3}, h.results(t))
@@ -270,14 +270,14 @@ func TestEstimatesMissingUsage(t *testing.T) {
 	off.EstimateUsage = false
 	h = newHarness(t, off, nil)
 	attrs = h.consume(t, testTraces(t, "proj", generation("gpt-4o", io)))
-	_, has := attrs[0].Get(costDetailsAttribute)
+	_, has := attrs[0].Get(model.CostDetailsAttribute)
 	assert.False(t, has, "estimation off")
 
 	small := defaultConfig()
 	small.MaxEstimateBytes = 10
 	h = newHarness(t, small, nil)
 	attrs = h.consume(t, testTraces(t, "proj", generation("gpt-4o", io)))
-	_, has = attrs[0].Get(costDetailsAttribute)
+	_, has = attrs[0].Get(model.CostDetailsAttribute)
 	assert.False(t, has, "too large to estimate")
 }
 
@@ -296,10 +296,10 @@ func TestProjectModelsFromExtension(t *testing.T) {
 	usage := map[string]any{"langfuse.observation.usage_details": `{"input":2,"output":3}`}
 	require.Eventually(t, func() bool {
 		attrs := h.consume(t, testTraces(t, "proj", generation("gpt-4o", usage)))
-		return jsonAttr(t, attrs[0], costDetailsAttribute)["total"] == 5
+		return jsonAttr(t, attrs[0], model.CostDetailsAttribute)["total"] == 5
 	}, 5*time.Second, 5*time.Millisecond, "the project's definition overrides the built-in one")
 	attrs := h.consume(t, testTraces(t, "other", generation("gpt-4o", usage)))
-	assert.InDelta(t, 2*2.5e-6+3*10e-6, jsonAttr(t, attrs[0], costDetailsAttribute)["total"], 1e-12)
+	assert.InDelta(t, 2*2.5e-6+3*10e-6, jsonAttr(t, attrs[0], model.CostDetailsAttribute)["total"], 1e-12)
 
 	// A failing store keeps the last definitions.
 	src.mu.Lock()
@@ -309,7 +309,7 @@ func TestProjectModelsFromExtension(t *testing.T) {
 		return h.logs.FilterMessageSnippet("Refresh failed").Len() > 0
 	}, 5*time.Second, 5*time.Millisecond)
 	attrs = h.consume(t, testTraces(t, "proj", generation("gpt-4o", usage)))
-	assert.Equal(t, 5.0, jsonAttr(t, attrs[0], costDetailsAttribute)["total"])
+	assert.Equal(t, 5.0, jsonAttr(t, attrs[0], model.CostDetailsAttribute)["total"])
 }
 
 func TestStartRejectsMissingOrWrongSource(t *testing.T) {
