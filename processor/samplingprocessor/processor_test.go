@@ -107,11 +107,15 @@ type fakeSource struct {
 	mu       sync.Mutex
 	settings map[string]sampling.Rates
 	err      error
+	failed   int // loads answered with err
 }
 
 func (s *fakeSource) ProjectSampling(context.Context) (map[string]sampling.Rates, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err != nil {
+		s.failed++
+	}
 	return s.settings, s.err
 }
 
@@ -119,6 +123,12 @@ func (s *fakeSource) set(settings map[string]sampling.Rates, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settings, s.err = settings, err
+}
+
+func (s *fakeSource) failedLoads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 type harness struct {
@@ -329,7 +339,8 @@ func TestSettingsFromExtension(t *testing.T) {
 
 	// A failing store keeps the last settings.
 	src.set(nil, errors.New("store down"))
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return src.failedLoads() >= 2 }, 5*time.Second, time.Millisecond,
+		"the processor reloads while the store fails")
 	assert.Equal(t, len(ids), keptNow("p"))
 }
 
