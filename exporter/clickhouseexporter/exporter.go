@@ -30,11 +30,11 @@ type chExporter struct {
 	store *chstore.Store
 
 	// With disk_queue: the queue, its consumer's cancel and end, and the
-	// record buffers that enqueue reuses.
+	// space that enqueue reuses.
 	queue    *diskqueue.Queue
 	stop     context.CancelFunc
 	consumed chan struct{}
-	buffers  sync.Pool
+	scratch  sync.Pool // *enqueueScratch
 
 	rows      metric.Int64Counter
 	invalid   metric.Int64Counter
@@ -120,20 +120,37 @@ func (e *chExporter) shutdown(context.Context) error {
 	return errors.Join(errs...)
 }
 
+// enqueueScratch is what enqueue reuses from call to call: the mapped
+// observations, which live only until they are encoded, and their record.
+type enqueueScratch struct {
+	obs    []model.Observation
+	record []byte
+}
+
+// maxPooledObservations bounds the observation slices kept for reuse, so
+// that one large request does not pin its memory.
+const maxPooledObservations = 4096
+
 // enqueue maps td and appends it to the disk queue as one record; the
 // spans are acknowledged once it is there.
 func (e *chExporter) enqueue(ctx context.Context, td ptrace.Traces) error {
-	obs := e.dropInvalid(ctx, mapping.Observations(td, time.Now()))
+	s, _ := e.scratch.Get().(*enqueueScratch)
+	if s == nil {
+		s = new(enqueueScratch)
+	}
+	defer func() {
+		clear(s.obs) // the observations point into td
+		if s.obs = s.obs[:0]; cap(s.obs) <= maxPooledObservations {
+			e.scratch.Put(s)
+		}
+	}()
+	s.obs = mapping.AppendObservations(s.obs[:0], td, time.Now())
+	obs := e.dropInvalid(ctx, s.obs)
 	if len(obs) == 0 {
 		return nil
 	}
-	buf, _ := e.buffers.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
-	defer e.buffers.Put(buf)
-	*buf = chstore.AppendObservationRecord((*buf)[:0], obs)
-	if err := e.queue.Append(*buf); err != nil {
+	s.record = chstore.AppendObservationRecord(s.record[:0], obs)
+	if err := e.queue.Append(s.record); err != nil {
 		// Full or a disk error: the receiver refuses the data and the
 		// client retries it.
 		return fmt.Errorf("queue %d observations: %w", len(obs), err)
