@@ -116,16 +116,13 @@ type MediaConfig struct {
 	_ struct{}
 }
 
-// ClickHouseConfig says where the trace data lives; it must match the
-// exporter's, since both read and write the same tables.
+// ClickHouseConfig says where the trace data lives, with the keys of
+// chstore.Settings (the glassbox_storage extension's), and how often the
+// server maintains it.
 type ClickHouseConfig struct {
-	// DSN is a native-protocol DSN, e.g. clickhouse://user:pass@host:9000.
-	DSN      string `mapstructure:"dsn"`
-	Database string `mapstructure:"database"`
-	// Cluster and ReplicatedEngines select the clustered schema (see the exporter).
-	Cluster           string        `mapstructure:"cluster"`
-	ReplicatedEngines bool          `mapstructure:"replicated_engines"`
-	QueryTimeout      time.Duration `mapstructure:"query_timeout"`
+	// Settings: dsn, database, cluster, replicated_engines, dial_timeout,
+	// query_timeout, metrics_max_rows_to_read.
+	chstore.Settings `mapstructure:",squash"`
 	// PurgeInterval is how often the rows of deleted traces and scores are
 	// removed: one ALTER ... DELETE per table for everything deleted since.
 	PurgeInterval time.Duration `mapstructure:"purge_interval"`
@@ -139,9 +136,6 @@ type ClickHouseConfig struct {
 	// DefaultRetentionDays is the instance-wide retention of the projects
 	// whose project and organization set none; 0 keeps their data.
 	DefaultRetentionDays int `mapstructure:"default_retention_days"`
-	// MetricsMaxRowsToRead bounds the rows one metrics query reads; past it
-	// the query is refused with a 400 that says what to narrow.
-	MetricsMaxRowsToRead int64 `mapstructure:"metrics_max_rows_to_read"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -151,7 +145,6 @@ type ClickHouseConfig struct {
 const (
 	DefaultListen          = "127.0.0.1:3000"
 	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
-	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
 	DefaultMediaDir        = ".data/media"
 	DefaultPurgeInterval   = 5 * time.Minute
 	// DefaultRetentionInterval keeps expired data at most an hour beyond
@@ -170,7 +163,7 @@ func NewDefaultConfig() Config {
 			MaxResolvedBytes: promptcompose.DefaultMaxResolvedBytes,
 			MaxReferences:    promptcompose.DefaultMaxReferences,
 		}},
-		ClickHouse: ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
+		ClickHouse: ClickHouseConfig{Settings: chstore.NewDefaultSettings(), PurgeInterval: DefaultPurgeInterval,
 			RetentionInterval: DefaultRetentionInterval, RollupInterval: DefaultRollupInterval},
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
@@ -221,7 +214,7 @@ func (cfg *Config) Validate() error {
 	if cfg.ControlPlane.PromptComposition.MaxReferences <= 0 {
 		errs = append(errs, errors.New("control_plane.prompt_composition.max_references must be positive"))
 	}
-	if err := cfg.ClickHouse.storeConfig().Validate(); err != nil {
+	if err := cfg.ClickHouse.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("clickhouse: %w", err))
 	}
 	if cfg.ClickHouse.PurgeInterval <= 0 {
@@ -269,16 +262,4 @@ func (cfg *Config) htmlPathPrefix() string {
 		p = p[:len(p)-1]
 	}
 	return p
-}
-
-func (c ClickHouseConfig) storeConfig() chstore.Config {
-	return chstore.Config{
-		DSN:               c.DSN,
-		Database:          c.Database,
-		Cluster:           c.Cluster,
-		ReplicatedEngines: c.ReplicatedEngines,
-		QueryTimeout:      c.QueryTimeout,
-		// Zero takes the store's default.
-		MetricsMaxRowsToRead: c.MetricsMaxRowsToRead,
-	}
 }

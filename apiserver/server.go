@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	// The server starts while ClickHouse is down and serves the control
 	// plane meanwhile; it creates the tables it reads (the collector may not
 	// have written yet) once ClickHouse answers.
-	ch, err := chstore.Connect(ctx, cfg.ClickHouse.storeConfig(), true, logger)
+	ch, err := chstore.Connect(ctx, cfg.ClickHouse.Config(), true, logger)
 	if err != nil {
 		return nil, errors.Join(err, cp.Close())
 	}

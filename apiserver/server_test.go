@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -154,7 +155,7 @@ func TestNew(t *testing.T) {
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(chCfg.DSN), chCfg.Database
 	cfg.PublicURL = "https://glassbox.example.com/gb/"
 	cfg.InitFromEnv = true
 	t.Setenv(controlplane.EnvInitOrgID, "org")
@@ -204,7 +205,7 @@ func startWithProject(t *testing.T, project, publicKey, secretKey string, config
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(chCfg.DSN), chCfg.Database
 	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
 	configure(&cfg)
 	t.Setenv(controlplane.EnvInitOrgID, "org")

@@ -28,6 +28,7 @@ import (
 	"github.com/glassbox-dev/glassbox/exporter/clickhouseexporter"
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/extension/apiserverextension"
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
@@ -65,7 +66,7 @@ func collector(t *testing.T) string {
 	apiFactory := apiserverextension.NewFactory()
 	apiCfg := apiFactory.CreateDefaultConfig().(*apiserverextension.Config)
 	apiCfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	apiCfg.ClickHouse.DSN, apiCfg.ClickHouse.Database = ch.DSN, ch.Database
+	apiCfg.ClickHouse.DSN, apiCfg.ClickHouse.Database = configopaque.String(ch.DSN), ch.Database
 	apiCfg.InitFromEnv = true
 	apiCfg.Evaluation.Enabled = true // opt-in in the collector
 	apiCfg.Evaluation.PollInterval = 50 * time.Millisecond
@@ -82,9 +83,16 @@ func collector(t *testing.T) string {
 	auth, err := authFactory.Create(ctx, extensiontest.NewNopSettings(authFactory.Type()), authCfg)
 	require.NoError(t, err)
 
+	storageFactory := storageextension.NewFactory()
+	storageCfg := storageFactory.CreateDefaultConfig().(*storageextension.Config)
+	storageCfg.DSN, storageCfg.Database = configopaque.String(ch.DSN), ch.Database
+	storage, err := storageFactory.Create(ctx, extensiontest.NewNopSettings(storageFactory.Type()), storageCfg)
+	require.NoError(t, err)
+	storageID := component.NewID(storageFactory.Type())
+
 	expFactory := clickhouseexporter.NewFactory()
 	expCfg := expFactory.CreateDefaultConfig().(*clickhouseexporter.Config)
-	expCfg.DSN, expCfg.Database = configopaque.String(ch.DSN), ch.Database
+	expCfg.Storage = storageID
 	exp, err := expFactory.CreateTraces(ctx, exportertest.NewNopSettings(expFactory.Type()), expCfg)
 	require.NoError(t, err)
 
@@ -105,9 +113,9 @@ func collector(t *testing.T) string {
 	require.NoError(t, err)
 
 	h := host{Host: componenttest.NewNopHost(), ext: map[component.ID]component.Component{
-		apiID: api, component.NewID(authFactory.Type()): auth,
+		apiID: api, component.NewID(authFactory.Type()): auth, storageID: storage,
 	}}
-	started := []component.Component{api, auth, exp, tap, recv}
+	started := []component.Component{storage, api, auth, exp, tap, recv}
 	for i, c := range started {
 		require.NoError(t, c.Start(ctx, h))
 		t.Cleanup(func() { require.NoError(t, started[i].Shutdown(context.Background())) })

@@ -17,6 +17,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) *Config {
@@ -54,11 +55,13 @@ func TestLoadConfig(t *testing.T) {
 				ControlPlane: apiserver.ControlPlaneConfig{DSN: "postgres://glassbox@db.internal:5432/glassbox",
 					PromptComposition: apiserver.PromptCompositionConfig{MaxResolvedBytes: 262144, MaxReferences: 20}},
 				ClickHouse: apiserver.ClickHouseConfig{
-					DSN:               "clickhouse://ch.internal:9000",
-					Database:          "traces",
-					Cluster:           "main",
-					ReplicatedEngines: true,
-					QueryTimeout:      10 * time.Second,
+					Settings: chstore.Settings{
+						DSN:               "clickhouse://ch.internal:9000",
+						Database:          "traces",
+						Cluster:           "main",
+						ReplicatedEngines: true,
+						QueryTimeout:      10 * time.Second,
+					},
 					PurgeInterval:     time.Minute,
 					RetentionInterval: 30 * time.Minute,
 					RollupInterval:    10 * time.Minute,

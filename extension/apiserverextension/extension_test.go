@@ -3,6 +3,7 @@ package apiserverextension
 import (
 	"context"
 	"encoding/base64"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"io"
 	"net"
 	"net/http"
@@ -41,7 +42,7 @@ func testConfig(t *testing.T) *Config {
 	ch := chtest.Config(t)
 	cfg := createDefaultConfig().(*Config)
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = ch.DSN, ch.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(ch.DSN), ch.Database
 	cfg.InitFromEnv = true
 	t.Setenv(controlplane.EnvInitOrgID, "org")
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
