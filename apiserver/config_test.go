@@ -32,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		{"relative public url", func(c *Config) { c.PublicURL = "/glassbox" }, []string{"public_url"}},
 		{"no control plane", func(c *Config) { c.ControlPlane.DSN = "" }, []string{"control_plane.dsn is required"}},
 		{"no prompt bounds", func(c *Config) { c.ControlPlane.PromptComposition = PromptCompositionConfig{} },
-			[]string{"prompt_composition.max_resolved_bytes", "prompt_composition.max_references"}},
+			[]string{"prompt_composition: max_resolved_bytes", "max_references"}},
 		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = configopaque.String("http://127.0.0.1:8123") }, []string{"clickhouse: dsn"}},
 		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
 		{"no purge interval", func(c *Config) { c.ClickHouse.PurgeInterval = 0 }, []string{"clickhouse.purge_interval"}},
@@ -69,7 +69,7 @@ func TestHTMLPathPrefix(t *testing.T) {
 		"https://example.com/a/b":     "/a/b",
 		"https://example.com/a%20b//": "/a%20b",
 	} {
-		cfg := Config{PublicURL: url}
+		cfg := Options{PublicURL: url}
 		assert.Equal(t, want, cfg.htmlPathPrefix(), url)
 	}
 }

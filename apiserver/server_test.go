@@ -121,7 +121,7 @@ func TestErrorStatuses(t *testing.T) {
 func TestHealth(t *testing.T) {
 	cp := apitest.ControlPlane(t)
 	ch := chtest.Store(t)
-	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	h, err := httpx.NewRouter(Routes(NewDefaultOptions(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 	rec := apitest.Do(t, h, http.MethodGet, "/api/public/health", "", nil)
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -134,7 +134,7 @@ func TestHealthReportsUnreachableStores(t *testing.T) {
 	require.NoError(t, err)
 	cp, err := controlplane.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
 	require.NoError(t, err)
-	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	h, err := httpx.NewRouter(Routes(NewDefaultOptions(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 
 	require.NoError(t, ch.Close())
