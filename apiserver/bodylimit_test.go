@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestConfiguredBodyLimits(t *testing.T) {
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(chCfg.DSN), chCfg.Database
 	cfg.Media.Dir = t.TempDir()
 	cfg.Evaluation.Enabled = false
 	cfg.MaxRequestBodyBytes, cfg.MaxLargeRequestBodyBytes = 2048, 8192

@@ -22,9 +22,25 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/promptcompose"
 )
 
-// Config configures the API server, standalone (YAML file) and embedded in
-// the collector (the glassbox_api extension) alike.
+// Config configures the standalone API server (YAML file): the server's
+// Options plus the two stores it opens. The glassbox_api extension takes
+// the same Options and names its stores by id instead.
 type Config struct {
+	Options `mapstructure:",squash"`
+
+	// ControlPlane is the control plane store.
+	ControlPlane ControlPlaneConfig `mapstructure:"control_plane"`
+	// ClickHouse is the ClickHouse store (the glassbox_storage extension's
+	// keys) and the server's maintenance of it.
+	ClickHouse ClickHouseConfig `mapstructure:"clickhouse"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Options configure the server over its stores, standalone and embedded
+// alike.
+type Options struct {
 	// Listen is the host:port the server listens on. The standalone server
 	// requires it; in the collector it is optional, since the ingest receiver
 	// already hands every path it does not own to the extension.
@@ -33,9 +49,6 @@ type Config struct {
 	// PublicURL is the base URL users reach Glassbox at; its path prefix (if
 	// any) starts the htmlPath of traces. Empty means served at the root.
 	PublicURL string `mapstructure:"public_url"`
-
-	ControlPlane ControlPlaneConfig `mapstructure:"control_plane"`
-	ClickHouse   ClickHouseConfig   `mapstructure:"clickhouse"`
 
 	// InitFromEnv creates the organization, project and key pair named by the
 	// GLASSBOX_INIT_* variables at start (idempotent).
@@ -90,19 +103,8 @@ type ControlPlaneConfig struct {
 }
 
 // PromptCompositionConfig bounds prompt composition.
-type PromptCompositionConfig struct {
-	// MaxResolvedBytes bounds a resolved prompt's text.
-	MaxResolvedBytes int `mapstructure:"max_resolved_bytes"`
-	// MaxReferences bounds the references one resolution follows.
-	MaxReferences int `mapstructure:"max_references"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
-}
-
-func (c PromptCompositionConfig) limits() promptcompose.Limits {
-	return promptcompose.Limits{MaxResolvedBytes: c.MaxResolvedBytes, MaxReferences: c.MaxReferences}
-}
+// (max_resolved_bytes, max_references), as glassbox_controlplane's.
+type PromptCompositionConfig = promptcompose.Limits
 
 // MediaConfig says where uploaded media are kept. Uploads go to signed URLs
 // on this server, so every API server replica needs the same directory.
@@ -116,16 +118,23 @@ type MediaConfig struct {
 	_ struct{}
 }
 
-// ClickHouseConfig says where the trace data lives; it must match the
-// exporter's, since both read and write the same tables.
+// ClickHouseConfig says where the trace data lives, with the keys of
+// chstore.Settings (the glassbox_storage extension's), and how often the
+// server maintains it.
 type ClickHouseConfig struct {
-	// DSN is a native-protocol DSN, e.g. clickhouse://user:pass@host:9000.
-	DSN      string `mapstructure:"dsn"`
-	Database string `mapstructure:"database"`
-	// Cluster and ReplicatedEngines select the clustered schema (see the exporter).
-	Cluster           string        `mapstructure:"cluster"`
-	ReplicatedEngines bool          `mapstructure:"replicated_engines"`
-	QueryTimeout      time.Duration `mapstructure:"query_timeout"`
+	// Settings: dsn, database, cluster, replicated_engines, dial_timeout,
+	// query_timeout, metrics_max_rows_to_read.
+	chstore.Settings `mapstructure:",squash"`
+	// Maintenance: purge, retention and rollups.
+	Maintenance `mapstructure:",squash"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Maintenance says how often the server maintains the ClickHouse data; its
+// keys sit in the clickhouse section, standalone and embedded alike.
+type Maintenance struct {
 	// PurgeInterval is how often the rows of deleted traces and scores are
 	// removed: one ALTER ... DELETE per table for everything deleted since.
 	PurgeInterval time.Duration `mapstructure:"purge_interval"`
@@ -139,9 +148,6 @@ type ClickHouseConfig struct {
 	// DefaultRetentionDays is the instance-wide retention of the projects
 	// whose project and organization set none; 0 keeps their data.
 	DefaultRetentionDays int `mapstructure:"default_retention_days"`
-	// MetricsMaxRowsToRead bounds the rows one metrics query reads; past it
-	// the query is refused with a 400 that says what to narrow.
-	MetricsMaxRowsToRead int64 `mapstructure:"metrics_max_rows_to_read"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -151,7 +157,6 @@ type ClickHouseConfig struct {
 const (
 	DefaultListen          = "127.0.0.1:3000"
 	DefaultControlPlaneDSN = "sqlite://.data/glassbox.db"
-	DefaultClickHouseDSN   = "clickhouse://127.0.0.1:9000"
 	DefaultMediaDir        = ".data/media"
 	DefaultPurgeInterval   = 5 * time.Minute
 	// DefaultRetentionInterval keeps expired data at most an hour beyond
@@ -165,13 +170,24 @@ const (
 // NewDefaultConfig returns the configuration of a local single-node install.
 func NewDefaultConfig() Config {
 	return Config{
-		Listen: DefaultListen,
+		Options: NewDefaultOptions(),
 		ControlPlane: ControlPlaneConfig{DSN: DefaultControlPlaneDSN, PromptComposition: PromptCompositionConfig{
 			MaxResolvedBytes: promptcompose.DefaultMaxResolvedBytes,
 			MaxReferences:    promptcompose.DefaultMaxReferences,
 		}},
-		ClickHouse: ClickHouseConfig{DSN: DefaultClickHouseDSN, Database: chstore.DefaultDatabase, PurgeInterval: DefaultPurgeInterval,
-			RetentionInterval: DefaultRetentionInterval, RollupInterval: DefaultRollupInterval},
+		ClickHouse: ClickHouseConfig{Settings: chstore.NewDefaultSettings(), Maintenance: NewDefaultMaintenance()},
+	}
+}
+
+// NewDefaultMaintenance returns the default maintenance intervals.
+func NewDefaultMaintenance() Maintenance {
+	return Maintenance{PurgeInterval: DefaultPurgeInterval, RetentionInterval: DefaultRetentionInterval, RollupInterval: DefaultRollupInterval}
+}
+
+// NewDefaultOptions returns the server options of a local single-node install.
+func NewDefaultOptions() Options {
+	return Options{
+		Listen:                   DefaultListen,
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
@@ -192,7 +208,7 @@ const minAdminAPIKeyLen = 16
 
 // adminAPIKey is the configured admin API key, else AdminAPIKeyEnv's; empty
 // turns the admin API off.
-func (cfg *Config) adminAPIKey(getenv func(string) string) string {
+func (cfg *Options) adminAPIKey(getenv func(string) string) string {
 	if k := strings.TrimSpace(string(cfg.AdminAPIKey)); k != "" {
 		return k
 	}
@@ -201,6 +217,41 @@ func (cfg *Config) adminAPIKey(getenv func(string) string) string {
 
 // Validate reports every problem with the configuration.
 func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.ControlPlane.DSN == "" {
+		errs = append(errs, errors.New("control_plane.dsn is required"))
+	}
+	if err := cfg.ControlPlane.PromptComposition.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("control_plane.prompt_composition: %w", err))
+	}
+	if err := cfg.ClickHouse.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("clickhouse: %w", err))
+	}
+	errs = append(errs, cfg.ClickHouse.Check(), cfg.Check())
+	return errors.Join(errs...)
+}
+
+// Check reports every problem with the maintenance intervals. (Not named
+// Validate: the collector validates embedded structs on their own.)
+func (m Maintenance) Check() error {
+	var errs []error
+	if m.PurgeInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.purge_interval must be positive"))
+	}
+	if m.RetentionInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.retention_interval must be positive"))
+	}
+	if m.RollupInterval <= 0 {
+		errs = append(errs, errors.New("clickhouse.rollup_interval must be positive"))
+	}
+	if err := controlplane.CheckRetention(m.DefaultRetentionDays); err != nil {
+		errs = append(errs, fmt.Errorf("clickhouse.default_retention_days: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Check reports every problem with the server options.
+func (cfg *Options) Check() error {
 	var errs []error
 	if cfg.Listen != "" {
 		if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
@@ -211,30 +262,6 @@ func (cfg *Config) Validate() error {
 		if u, err := url.Parse(cfg.PublicURL); err != nil || u.Scheme == "" || u.Host == "" {
 			errs = append(errs, fmt.Errorf("public_url %q: expected an absolute URL such as https://glassbox.example.com", cfg.PublicURL))
 		}
-	}
-	if cfg.ControlPlane.DSN == "" {
-		errs = append(errs, errors.New("control_plane.dsn is required"))
-	}
-	if cfg.ControlPlane.PromptComposition.MaxResolvedBytes <= 0 {
-		errs = append(errs, errors.New("control_plane.prompt_composition.max_resolved_bytes must be positive"))
-	}
-	if cfg.ControlPlane.PromptComposition.MaxReferences <= 0 {
-		errs = append(errs, errors.New("control_plane.prompt_composition.max_references must be positive"))
-	}
-	if err := cfg.ClickHouse.storeConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("clickhouse: %w", err))
-	}
-	if cfg.ClickHouse.PurgeInterval <= 0 {
-		errs = append(errs, errors.New("clickhouse.purge_interval must be positive"))
-	}
-	if cfg.ClickHouse.RetentionInterval <= 0 {
-		errs = append(errs, errors.New("clickhouse.retention_interval must be positive"))
-	}
-	if cfg.ClickHouse.RollupInterval <= 0 {
-		errs = append(errs, errors.New("clickhouse.rollup_interval must be positive"))
-	}
-	if err := controlplane.CheckRetention(cfg.ClickHouse.DefaultRetentionDays); err != nil {
-		errs = append(errs, fmt.Errorf("clickhouse.default_retention_days: %w", err))
 	}
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
@@ -259,7 +286,7 @@ func (cfg *Config) Validate() error {
 }
 
 // htmlPathPrefix is the path of PublicURL without a trailing slash.
-func (cfg *Config) htmlPathPrefix() string {
+func (cfg *Options) htmlPathPrefix() string {
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil {
 		return ""
@@ -269,16 +296,4 @@ func (cfg *Config) htmlPathPrefix() string {
 		p = p[:len(p)-1]
 	}
 	return p
-}
-
-func (c ClickHouseConfig) storeConfig() chstore.Config {
-	return chstore.Config{
-		DSN:               c.DSN,
-		Database:          c.Database,
-		Cluster:           c.Cluster,
-		ReplicatedEngines: c.ReplicatedEngines,
-		QueryTimeout:      c.QueryTimeout,
-		// Zero takes the store's default.
-		MetricsMaxRowsToRead: c.MetricsMaxRowsToRead,
-	}
 }

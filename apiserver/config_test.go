@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"os"
 	"testing"
 	"time"
@@ -31,8 +32,8 @@ func TestConfigValidate(t *testing.T) {
 		{"relative public url", func(c *Config) { c.PublicURL = "/glassbox" }, []string{"public_url"}},
 		{"no control plane", func(c *Config) { c.ControlPlane.DSN = "" }, []string{"control_plane.dsn is required"}},
 		{"no prompt bounds", func(c *Config) { c.ControlPlane.PromptComposition = PromptCompositionConfig{} },
-			[]string{"prompt_composition.max_resolved_bytes", "prompt_composition.max_references"}},
-		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = "http://127.0.0.1:8123" }, []string{"clickhouse: dsn"}},
+			[]string{"prompt_composition: max_resolved_bytes", "max_references"}},
+		{"http clickhouse", func(c *Config) { c.ClickHouse.DSN = configopaque.String("http://127.0.0.1:8123") }, []string{"clickhouse: dsn"}},
 		{"bad database", func(c *Config) { c.ClickHouse.Database = "a-b" }, []string{"clickhouse: database"}},
 		{"no purge interval", func(c *Config) { c.ClickHouse.PurgeInterval = 0 }, []string{"clickhouse.purge_interval"}},
 		{"no rollup interval", func(c *Config) { c.ClickHouse.RollupInterval = 0 }, []string{"clickhouse.rollup_interval"}},
@@ -68,7 +69,7 @@ func TestHTMLPathPrefix(t *testing.T) {
 		"https://example.com/a/b":     "/a/b",
 		"https://example.com/a%20b//": "/a%20b",
 	} {
-		cfg := Config{PublicURL: url}
+		cfg := Options{PublicURL: url}
 		assert.Equal(t, want, cfg.htmlPathPrefix(), url)
 	}
 }

@@ -43,7 +43,7 @@ type MediaFiles interface {
 	Remove(projectID, mediaID string) error
 }
 
-func startPurger(ch *chstore.Store, projects Retentions, files MediaFiles, cfg ClickHouseConfig, logger *zap.Logger) *purger {
+func startPurger(ch *chstore.Store, projects Retentions, files MediaFiles, cfg Maintenance, logger *zap.Logger) *purger {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &purger{cancel: cancel}
 	loadRetention := func() map[string]int {

@@ -82,7 +82,7 @@ func newServer(t *testing.T) server {
 	seedDashboards(t, cp, s.b.ProjectID)
 	seedAutomations(t, cp, s.b.ProjectID)
 	seedAlerts(t, cp, s.b.ProjectID)
-	s.routes = Routes(cfg, cp, ch, zap.NewNop())
+	s.routes = Routes(cfg.Options, cp, ch, zap.NewNop())
 	s.h, err = httpx.NewRouter(s.routes, httpx.Options{Verifier: cp, AdminKey: testAdminKey})
 	require.NoError(t, err)
 	return s

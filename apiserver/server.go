@@ -65,6 +65,7 @@ type Server struct {
 	alerts       *alerts.Evaluator   // nil when evaluation.enabled is off
 	purger       *purger
 	ui           *web.App // nil when ui.enabled is off
+	owned        bool     // New opened the stores, so Close closes them
 }
 
 var _ apikey.Verifier = (*Server)(nil)
@@ -80,73 +81,96 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp.SetPromptLimits(cfg.ControlPlane.PromptComposition.limits())
-	if cfg.InitFromEnv {
-		if err := cp.InitFromEnv(ctx, os.Getenv); err != nil {
-			return nil, errors.Join(err, cp.Close())
-		}
-	}
+	cp.SetPromptLimits(cfg.ControlPlane.PromptComposition)
 	// The server starts while ClickHouse is down and serves the control
 	// plane meanwhile; it creates the tables it reads (the collector may not
 	// have written yet) once ClickHouse answers.
-	ch, err := chstore.Connect(ctx, cfg.ClickHouse.storeConfig(), true, logger)
+	ch, err := chstore.Connect(ctx, cfg.ClickHouse.Config(), true, logger)
 	if err != nil {
 		return nil, errors.Join(err, cp.Close())
+	}
+	s, err := NewOver(ctx, cfg.Options, cfg.ClickHouse.Maintenance, Stores{ControlPlane: cp, ClickHouse: ch}, logger)
+	if err != nil {
+		return nil, errors.Join(err, ch.Close(), cp.Close())
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Stores are the two stores a server runs over.
+type Stores struct {
+	ControlPlane *controlplane.Store
+	ClickHouse   *chstore.Store
+}
+
+// NewOver builds the server over stores that others opened and close (the
+// collector's glassbox_controlplane and glassbox_storage extensions):
+// headless initialisation when configured, the routes, the maintenance and
+// the workers opts turns on. Close leaves the stores open.
+func NewOver(ctx context.Context, opts Options, maint Maintenance, stores Stores, logger *zap.Logger) (*Server, error) {
+	if err := errors.Join(opts.Check(), maint.Check()); err != nil {
+		return nil, err
+	}
+	cp, ch := stores.ControlPlane, stores.ClickHouse
+	if opts.InitFromEnv {
+		if err := cp.InitFromEnv(ctx, os.Getenv); err != nil {
+			return nil, err
+		}
 	}
 	// A malformed key fails here; Routes then reads the same variable.
 	box, err := secretBox()
 	if err != nil {
-		return nil, errors.Join(err, ch.Close(), cp.Close())
+		return nil, err
 	}
 	if n, err := cp.ResealLLMSecrets(ctx, box); err != nil {
-		return nil, errors.Join(err, ch.Close(), cp.Close())
+		return nil, err
 	} else if n > 0 {
 		logger.Info("bound LLM connection secrets to their destinations", zap.Int("connections", n))
 	}
 	s := &Server{controlPlane: cp, clickhouse: ch}
-	s.handler, err = httpx.NewRouter(Routes(cfg, cp, ch, logger), httpx.Options{
+	s.handler, err = httpx.NewRouter(Routes(opts, cp, ch, logger), httpx.Options{
 		Verifier:          cp,
 		Logger:            logger,
-		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
-		MaxLargeBodyBytes: cfg.MaxLargeRequestBodyBytes,
-		AdminKey:          cfg.adminAPIKey(os.Getenv),
+		MaxBodyBytes:      opts.MaxRequestBodyBytes,
+		MaxLargeBodyBytes: opts.MaxLargeRequestBodyBytes,
+		AdminKey:          opts.adminAPIKey(os.Getenv),
 	})
 	if err != nil {
-		return nil, errors.Join(err, ch.Close(), cp.Close())
+		return nil, err
 	}
-	s.handler = mediaService(cfg, cp).Content(prompts.FolderNames(s.handler))
-	if cfg.UI.Enabled {
-		llmHosts, _ := cfg.Evaluation.LLMHosts() // Validate refused malformed hosts
-		webhooks, _ := cfg.Evaluation.Webhooks()
-		if s.ui, err = ui.New(ctx, cfg.UI, cfg.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch, Media: mediaService(cfg, cp),
+	s.handler = mediaService(opts, cp).Content(prompts.FolderNames(s.handler))
+	if opts.UI.Enabled {
+		llmHosts, _ := opts.Evaluation.LLMHosts() // Validate refused malformed hosts
+		webhooks, _ := opts.Evaluation.Webhooks()
+		if s.ui, err = ui.New(ctx, opts.UI, opts.PublicURL, ui.Stores{ControlPlane: cp, ClickHouse: ch, Media: mediaService(opts, cp),
 			Secrets: box, LLMHosts: llmHosts, Webhooks: webhooks}, logger); err != nil {
-			return nil, errors.Join(err, ch.Close(), cp.Close())
+			return nil, err
 		}
 		s.handler = s.ui.Wrap(s.handler)
 	}
-	s.purger = startPurger(ch, cp, mediaService(cfg, cp), cfg.ClickHouse, logger)
-	if cfg.Evaluation.Enabled {
-		if s.worker, err = evalworker.New(cfg.Evaluation, cp, ch, box, logger); err != nil {
+	s.purger = startPurger(ch, cp, mediaService(opts, cp), maint, logger)
+	if opts.Evaluation.Enabled {
+		if s.worker, err = evalworker.New(opts.Evaluation, cp, ch, box, logger); err != nil {
 			s.purger.stop()
-			return nil, errors.Join(err, ch.Close(), cp.Close())
+			return nil, err
 		}
-		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
-		if s.alerts, err = alerts.NewEvaluator(cfg.Alerts, cp, ch, webhooks, cfg.PublicURL, logger); err != nil {
+		webhooks, _ := opts.Evaluation.Webhooks() // Validate refused malformed hosts
+		if s.alerts, err = alerts.NewEvaluator(opts.Alerts, cp, ch, webhooks, opts.PublicURL, logger); err != nil {
 			s.purger.stop()
-			return nil, errors.Join(err, ch.Close(), cp.Close())
+			return nil, err
 		}
 		s.worker.Start()
 		s.alerts.Start()
 	}
-	if cfg.Automations.Enabled {
-		webhooks, _ := cfg.Evaluation.Webhooks() // Validate refused malformed hosts
-		if s.deliveries, err = automations.NewWorker(cfg.Automations, cp, box, webhooks, logger); err != nil {
+	if opts.Automations.Enabled {
+		webhooks, _ := opts.Evaluation.Webhooks() // Validate refused malformed hosts
+		if s.deliveries, err = automations.NewWorker(opts.Automations, cp, box, webhooks, logger); err != nil {
 			if s.worker != nil {
 				s.worker.Stop()
 				s.alerts.Stop()
 			}
 			s.purger.stop()
-			return nil, errors.Join(err, ch.Close(), cp.Close())
+			return nil, err
 		}
 		s.deliveries.Start()
 	}
@@ -161,7 +185,7 @@ func secretBox() (*secretbox.Box, error) {
 
 // Routes is the route table of the API over the given stores; the router
 // serves it and the OpenAPI document describes it.
-func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.Logger) []httpx.Route {
+func Routes(cfg Options, cp *controlplane.Store, ch *chstore.Store, logger *zap.Logger) []httpx.Route {
 	var routes []httpx.Route
 	routes = append(routes, health.Routes(Version, []health.Dependency{
 		{Name: "ClickHouse", Pinger: ch},
@@ -199,7 +223,7 @@ func Routes(cfg Config, cp *controlplane.Store, ch *chstore.Store, logger *zap.L
 
 // mediaService serves media from the configured directory; instances share
 // their URL-signing key through the control plane store.
-func mediaService(cfg Config, cp *controlplane.Store) *media.Service {
+func mediaService(cfg Options, cp *controlplane.Store) *media.Service {
 	return media.New(cp, media.Config{Dir: cfg.Media.Dir, MaxContentLength: cfg.Media.MaxContentLength, PublicURL: cfg.PublicURL})
 }
 
@@ -226,7 +250,7 @@ func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apike
 }
 
 // Close stops the evaluation workers, the alert evaluator, the delivery
-// workers and the purge, and releases both stores.
+// workers and the purge, and releases both stores if New opened them.
 func (s *Server) Close() error {
 	if s.worker != nil {
 		s.worker.Stop()
@@ -238,6 +262,9 @@ func (s *Server) Close() error {
 		s.alerts.Stop()
 	}
 	s.purger.stop()
+	if !s.owned {
+		return nil
+	}
 	return errors.Join(s.clickhouse.Close(), s.controlPlane.Close())
 }
 

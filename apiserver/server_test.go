@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -120,7 +121,7 @@ func TestErrorStatuses(t *testing.T) {
 func TestHealth(t *testing.T) {
 	cp := apitest.ControlPlane(t)
 	ch := chtest.Store(t)
-	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	h, err := httpx.NewRouter(Routes(NewDefaultOptions(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 	rec := apitest.Do(t, h, http.MethodGet, "/api/public/health", "", nil)
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -133,7 +134,7 @@ func TestHealthReportsUnreachableStores(t *testing.T) {
 	require.NoError(t, err)
 	cp, err := controlplane.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cp.db"))
 	require.NoError(t, err)
-	h, err := httpx.NewRouter(Routes(NewDefaultConfig(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
+	h, err := httpx.NewRouter(Routes(NewDefaultOptions(), cp, ch, zap.NewNop()), httpx.Options{Verifier: cp})
 	require.NoError(t, err)
 
 	require.NoError(t, ch.Close())
@@ -154,7 +155,7 @@ func TestNew(t *testing.T) {
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(chCfg.DSN), chCfg.Database
 	cfg.PublicURL = "https://glassbox.example.com/gb/"
 	cfg.InitFromEnv = true
 	t.Setenv(controlplane.EnvInitOrgID, "org")
@@ -204,7 +205,7 @@ func startWithProject(t *testing.T, project, publicKey, secretKey string, config
 	chCfg := chtest.Config(t)
 	cfg := NewDefaultConfig()
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = chCfg.DSN, chCfg.Database
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = configopaque.String(chCfg.DSN), chCfg.Database
 	cfg.InitFromEnv, cfg.Evaluation.Enabled = true, false
 	configure(&cfg)
 	t.Setenv(controlplane.EnvInitOrgID, "org")

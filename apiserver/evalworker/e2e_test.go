@@ -28,6 +28,8 @@ import (
 	"github.com/glassbox-dev/glassbox/exporter/clickhouseexporter"
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/extension/apiserverextension"
+	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
@@ -62,10 +64,23 @@ func collector(t *testing.T) string {
 	t.Setenv(controlplane.EnvInitPublicKey, publicKey)
 	t.Setenv(controlplane.EnvInitSecretKey, secretKey)
 
+	storageFactory := storageextension.NewFactory()
+	storageCfg := storageFactory.CreateDefaultConfig().(*storageextension.Config)
+	storageCfg.DSN, storageCfg.Database = configopaque.String(ch.DSN), ch.Database
+	storage, err := storageFactory.Create(ctx, extensiontest.NewNopSettings(storageFactory.Type()), storageCfg)
+	require.NoError(t, err)
+	storageID := component.NewID(storageFactory.Type())
+
+	cpFactory := controlplaneextension.NewFactory()
+	cpCfg := cpFactory.CreateDefaultConfig().(*controlplaneextension.Config)
+	cpCfg.DSN = configopaque.String("sqlite://" + filepath.Join(t.TempDir(), "cp.db"))
+	controlPlane, err := cpFactory.Create(ctx, extensiontest.NewNopSettings(cpFactory.Type()), cpCfg)
+	require.NoError(t, err)
+	cpID := component.NewID(cpFactory.Type())
+
 	apiFactory := apiserverextension.NewFactory()
 	apiCfg := apiFactory.CreateDefaultConfig().(*apiserverextension.Config)
-	apiCfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	apiCfg.ClickHouse.DSN, apiCfg.ClickHouse.Database = ch.DSN, ch.Database
+	apiCfg.Storage, apiCfg.ControlPlane = storageID, cpID
 	apiCfg.InitFromEnv = true
 	apiCfg.Evaluation.Enabled = true // opt-in in the collector
 	apiCfg.Evaluation.PollInterval = 50 * time.Millisecond
@@ -78,18 +93,19 @@ func collector(t *testing.T) string {
 	authFactory := apikeyauthextension.NewFactory()
 	authCfg := authFactory.CreateDefaultConfig().(*apikeyauthextension.Config)
 	apiID := component.NewID(apiFactory.Type())
-	authCfg.Verifier = &apiID
+	authCfg.Verifier = &cpID
 	auth, err := authFactory.Create(ctx, extensiontest.NewNopSettings(authFactory.Type()), authCfg)
 	require.NoError(t, err)
 
 	expFactory := clickhouseexporter.NewFactory()
 	expCfg := expFactory.CreateDefaultConfig().(*clickhouseexporter.Config)
-	expCfg.DSN, expCfg.Database = configopaque.String(ch.DSN), ch.Database
+	expCfg.Storage = storageID
 	exp, err := expFactory.CreateTraces(ctx, exportertest.NewNopSettings(expFactory.Type()), expCfg)
 	require.NoError(t, err)
 
 	tapFactory := evaltapprocessor.NewFactory()
 	tapCfg := tapFactory.CreateDefaultConfig().(*evaltapprocessor.Config)
+	tapCfg.Source = cpID
 	tapCfg.RefreshInterval, tapCfg.FlushInterval = 50*time.Millisecond, 20*time.Millisecond
 	tap, err := tapFactory.CreateTraces(ctx, processortest.NewNopSettings(tapFactory.Type()), tapCfg, exp)
 	require.NoError(t, err)
@@ -105,9 +121,9 @@ func collector(t *testing.T) string {
 	require.NoError(t, err)
 
 	h := host{Host: componenttest.NewNopHost(), ext: map[component.ID]component.Component{
-		apiID: api, component.NewID(authFactory.Type()): auth,
+		apiID: api, component.NewID(authFactory.Type()): auth, storageID: storage, cpID: controlPlane,
 	}}
-	started := []component.Component{api, auth, exp, tap, recv}
+	started := []component.Component{storage, controlPlane, api, auth, exp, tap, recv}
 	for i, c := range started {
 		require.NoError(t, c.Start(ctx, h))
 		t.Cleanup(func() { require.NoError(t, started[i].Shutdown(context.Background())) })

@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:3999", cfg.Listen)
 	assert.Equal(t, "https://glassbox.example.com", cfg.PublicURL)
 	assert.Equal(t, "sqlite:///tmp/x.db", cfg.ControlPlane.DSN)
-	assert.Equal(t, "clickhouse://ch:9000", cfg.ClickHouse.DSN)
+	assert.Equal(t, "clickhouse://ch:9000", string(cfg.ClickHouse.DSN))
 	assert.Equal(t, "glassbox", cfg.ClickHouse.Database)
 	assert.True(t, cfg.InitFromEnv)
 	assert.Equal(t, []string{"hooks.example.com", "*.svc.internal"}, cfg.Evaluation.WebhookAllowedHosts)

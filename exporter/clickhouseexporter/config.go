@@ -6,35 +6,21 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-
-	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 // Config configures the glassbox_clickhouse exporter.
 type Config struct {
-	// DSN is a native-protocol address, e.g. clickhouse://user:password@host:9000.
-	DSN configopaque.String `mapstructure:"dsn"`
-	// Database holds the tables (default glassbox).
-	Database string `mapstructure:"database"`
-	// Cluster names the ClickHouse cluster for ON CLUSTER DDL and Distributed
-	// tables; empty means a single server.
-	Cluster string `mapstructure:"cluster"`
-	// ReplicatedEngines selects Replicated*MergeTree engines (needs
-	// ZooKeeper/Keeper). The API server reads the same key.
-	ReplicatedEngines bool `mapstructure:"replicated_engines"`
-	// RenamedReplicated catches the key's old name, so that a configuration
-	// that still uses it stops at start with the new name, rather than
-	// silently creating non-replicated tables.
-	RenamedReplicated *bool `mapstructure:"replicated"`
-	// CreateSchema creates the database and migrates the tables at start.
-	CreateSchema bool `mapstructure:"create_schema"`
+	// Storage names the glassbox_storage extension that defines the
+	// ClickHouse store (dsn, database, cluster, replicated_engines): one
+	// definition, shared with the API.
+	Storage component.ID `mapstructure:"storage"`
 
-	// Timeout bounds one insert.
+	// Timeout bounds one export without disk_queue (the store's
+	// query_timeout bounds each insert).
 	exporterhelper.TimeoutConfig `mapstructure:",squash"`
 	// DiskQueue holds spans on disk, already mapped, between the pipeline
 	// and ClickHouse, and inserts them in large batches. It replaces
@@ -60,6 +46,9 @@ var _ component.Config = (*Config)(nil)
 // Unmarshal reads the configuration and notes whether it sets sending_queue.
 // With disk_queue, the default in-memory sending_queue is left out.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := movedKeys(conf); err != nil {
+		return err
+	}
 	type plain Config // without this method, so that the call below does not recurse
 	if err := conf.Unmarshal((*plain)(c)); err != nil {
 		return err
@@ -116,31 +105,39 @@ func (c *DiskQueueConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-var errNoDSN = errors.New("dsn is required")
+// moved lists the keys that moved to the glassbox_storage extension, by
+// their name there.
+var moved = []struct{ key, now string }{
+	{"dsn", "dsn"},
+	{"database", "database"},
+	{"cluster", "cluster"},
+	{"replicated_engines", "replicated_engines"},
+	{"replicated", "replicated_engines"},
+	{"create_schema", "create_schema"},
+}
+
+// movedKeys stops a configuration that still sets the ClickHouse location
+// here with where it went, rather than an unknown-key error.
+func movedKeys(conf *confmap.Conf) error {
+	var errs []error
+	for _, m := range moved {
+		if conf.IsSet(m.key) {
+			errs = append(errs, fmt.Errorf("%q moved to the glassbox_storage extension (as %q): "+
+				"add it under extensions, list it in service.extensions and set storage: glassbox_storage", m.key, m.now))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var errNoStorage = errors.New("storage is required: the id of a glassbox_storage extension, e.g. storage: glassbox_storage")
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	if c.DSN == "" {
-		return errNoDSN
-	}
-	if c.RenamedReplicated != nil {
-		return errors.New("replicated was renamed replicated_engines, the key the API server's clickhouse section uses")
+	if c.Storage == (component.ID{}) {
+		return errNoStorage
 	}
 	if c.DiskQueue.HasValue() && c.queueConfigured {
 		return errors.New("disk_queue replaces sending_queue: configure one of them")
 	}
-	if err := c.storeConfig().Validate(); err != nil {
-		return fmt.Errorf("clickhouse: %w", err)
-	}
 	return nil
-}
-
-func (c *Config) storeConfig() chstore.Config {
-	return chstore.Config{
-		DSN:               string(c.DSN),
-		Database:          c.Database,
-		Cluster:           c.Cluster,
-		ReplicatedEngines: c.ReplicatedEngines,
-		QueryTimeout:      c.Timeout,
-	}
 }

@@ -28,20 +28,14 @@ func TestLoadConfig(t *testing.T) {
 	def := loadConfig(t, "config.yaml", component.NewID(Type))
 	require.NoError(t, confmap.Validate(def))
 	want := createDefaultConfig().(*Config)
-	want.DSN = "clickhouse://127.0.0.1:9000"
+	want.Storage = component.MustNewID("glassbox_storage")
 	assert.Equal(t, want, def)
-	assert.Equal(t, "glassbox", def.Database)
-	assert.True(t, def.CreateSchema)
 	assert.True(t, def.QueueConfig.HasValue())
 	assert.Zero(t, def.BackOffConfig.MaxElapsedTime, "retry until ClickHouse takes the batch")
 
 	full := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "full"))
 	require.NoError(t, confmap.Validate(full))
-	assert.Equal(t, "clickhouse://writer:secret@ch1:9000,ch2:9000", string(full.DSN))
-	assert.Equal(t, "observability", full.Database)
-	assert.Equal(t, "c_repl", full.Cluster)
-	assert.True(t, full.ReplicatedEngines)
-	assert.False(t, full.CreateSchema)
+	assert.Equal(t, component.MustNewIDWithName("glassbox_storage", "cluster"), full.Storage)
 	assert.Equal(t, 10*time.Second, full.Timeout)
 	q := full.QueueConfig.Get()
 	require.NotNil(t, q.StorageID)
@@ -51,13 +45,6 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, int64(20000), q.Batch.Get().MaxSize)
 	assert.Equal(t, 2*time.Second, full.BackOffConfig.InitialInterval)
 	assert.Equal(t, 10*time.Minute, full.BackOffConfig.MaxElapsedTime)
-	storeCfg := full.storeConfig()
-	assert.True(t, storeCfg.ReplicatedEngines)
-	assert.Equal(t, 10*time.Second, storeCfg.QueryTimeout)
-
-	// The key's old name stops the start with the new one.
-	old := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "old_key"))
-	assert.ErrorContains(t, confmap.Validate(old), "replicated was renamed replicated_engines")
 
 	noQueue := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "no_queue"))
 	require.NoError(t, confmap.Validate(noQueue))
@@ -77,9 +64,7 @@ func TestLoadConfig(t *testing.T) {
 
 func TestInvalidConfig(t *testing.T) {
 	for name, want := range map[string]string{
-		"no_dsn":                       errNoDSN.Error(),
-		"http":                         "only the native protocol",
-		"bad_names":                    `database "my-db"`,
+		"no_storage":                   errNoStorage.Error(),
 		"bad_queue":                    "queue_size",
 		"two_queues":                   "disk_queue replaces sending_queue",
 		"disk_queue_without_directory": "disk_queue: directory is required",
@@ -89,8 +74,28 @@ func TestInvalidConfig(t *testing.T) {
 			assert.ErrorContains(t, confmap.Validate(cfg), want)
 		})
 	}
-	cfg := loadConfig(t, "invalid.yaml", component.NewIDWithName(Type, "bad_names"))
-	assert.ErrorContains(t, confmap.Validate(cfg), `cluster "a b"`, "every problem is reported")
+}
+
+// A configuration that still sets the ClickHouse location on the exporter
+// stops with where each key went, not with an unknown-key error.
+func TestMovedKeysNameTheirNewPlace(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "moved.yaml"))
+	require.NoError(t, err)
+	unmarshal := func(name string) error {
+		sub, err := cm.Sub(component.NewIDWithName(Type, name).String())
+		require.NoError(t, err)
+		return sub.Unmarshal(createDefaultConfig().(*Config))
+	}
+	err = unmarshal("dsn")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `"dsn" moved to the glassbox_storage extension`)
+	assert.ErrorContains(t, err, "set storage: glassbox_storage")
+
+	err = unmarshal("all")
+	for _, key := range []string{"dsn", "database", "cluster", "replicated_engines", "create_schema"} {
+		assert.ErrorContains(t, err, `"`+key+`" moved to the glassbox_storage extension`)
+	}
+	assert.ErrorContains(t, unmarshal("replicated"), `"replicated" moved to the glassbox_storage extension (as "replicated_engines")`)
 }
 
 func TestConfigStruct(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/diskqueue"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
@@ -71,13 +72,13 @@ func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 	return e, nil
 }
 
-// start tries once to connect (and migrate); when ClickHouse is not there
-// it keeps trying in the background instead of failing or holding up the
-// collector: until it connects, pushes fail as retryable, so batches wait in
-// the sending queue (on disk with a storage extension) and the retry policy
-// delivers them later.
-func (e *chExporter) start(ctx context.Context, _ component.Host) error {
-	s, err := chstore.Connect(ctx, e.cfg.storeConfig(), e.cfg.CreateSchema, e.logger)
+// start takes the store of the glassbox_storage extension that `storage`
+// names. That store connects in the background while ClickHouse is not
+// there, so start neither fails nor holds up the collector: until it
+// connects, pushes fail as retryable, so batches wait in the queue and the
+// retry policy delivers them later.
+func (e *chExporter) start(_ context.Context, host component.Host) error {
+	s, err := storageextension.GetStore(host, e.cfg.Storage, "storage")
 	if err != nil {
 		return err
 	}
@@ -88,15 +89,16 @@ func (e *chExporter) start(ctx context.Context, _ component.Host) error {
 	}
 	q, err := diskqueue.Open(dq.Directory, diskqueue.Options{MaxBytes: dq.MaxBytes, Sync: dq.Fsync})
 	if err != nil {
-		return errors.Join(err, s.Close())
+		return err
 	}
 	if _, err := queueBytesMetric.Int64ObservableGauge(e.meter, func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(q.Size())
 		return nil
 	}); err != nil {
-		return errors.Join(err, q.Close(), s.Close())
+		return errors.Join(err, q.Close())
 	}
 	e.queue = q
+	var ctx context.Context
 	ctx, e.stop = context.WithCancel(context.Background())
 	e.consumed = make(chan struct{})
 	go func() {
@@ -114,9 +116,7 @@ func (e *chExporter) shutdown(context.Context) error {
 		<-e.consumed
 		errs = append(errs, e.queue.Close())
 	}
-	if e.store != nil {
-		errs = append(errs, e.store.Close())
-	}
+	// The store is the extension's: it closes it after the pipelines stop.
 	return errors.Join(errs...)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -65,11 +66,15 @@ func TestFactory(t *testing.T) {
 	assert.Equal(t, "glassbox_clickhouse", Type.String())
 }
 
-// unreachableConfig points at a port where nothing listens.
+// unreachableConfig names a storage extension that unreachableHost offers.
 func unreachableConfig() *Config {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DSN = "clickhouse://127.0.0.1:1"
-	return cfg
+	return createDefaultConfig().(*Config)
+}
+
+// unreachableHost offers cfg a glassbox_storage extension that points at a
+// port where nothing listens.
+func unreachableHost(t *testing.T, cfg *Config) component.Host {
+	return withStorage(t, componenttest.NewNopHost(), cfg, chstore.Config{DSN: "clickhouse://127.0.0.1:1", Database: "down"})
 }
 
 func TestStartDoesNotWaitForClickHouse(t *testing.T) {
@@ -78,10 +83,20 @@ func TestStartDoesNotWaitForClickHouse(t *testing.T) {
 	require.NoError(t, err)
 
 	began := time.Now()
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, exp.Start(context.Background(), unreachableHost(t, cfg)))
 	assert.Less(t, time.Since(began), 3*time.Second)
 	// The queue takes the spans while ClickHouse is away.
 	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("p", 0, 4)))
+	require.NoError(t, exp.Shutdown(context.Background()))
+}
+
+// A missing or wrong storage extension stops the start with the key.
+func TestStartNeedsTheStorageExtension(t *testing.T) {
+	cfg := unreachableConfig()
+	cfg.Storage = component.MustNewID("glassbox_storage")
+	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(Type), cfg)
+	require.NoError(t, err)
+	assert.ErrorContains(t, exp.Start(context.Background(), componenttest.NewNopHost()), `storage: no extension "glassbox_storage"`)
 	require.NoError(t, exp.Shutdown(context.Background()))
 }
 
@@ -97,7 +112,7 @@ func TestPushBeforeConnectIsRetryable(t *testing.T) {
 	cfg.BackOffConfig.Enabled = false
 	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(Type), cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, exp.Start(context.Background(), unreachableHost(t, cfg)))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
 
 	err = exp.ConsumeTraces(context.Background(), spans("p", 0, 2))

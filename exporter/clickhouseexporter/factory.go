@@ -9,8 +9,6 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-
-	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 const (
@@ -42,8 +40,6 @@ func createDefaultConfig() component.Config {
 	retry := configretry.NewDefaultBackOffConfig()
 	retry.MaxElapsedTime = 0
 	return &Config{
-		Database:      chstore.DefaultDatabase,
-		CreateSchema:  true,
 		TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
 		DiskQueue: configoptional.Default(DiskQueueConfig{
 			MaxBytes:      defaultDiskQueueMaxBytes,

@@ -24,10 +24,12 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/diskqueue"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
@@ -78,7 +80,7 @@ func sumCounter(t *testing.T, tt *componenttest.Telemetry, name string) int64 {
 
 // startWithTelemetry starts an exporter with cfg whose self-metrics the
 // returned Telemetry collects; both stop when the test ends.
-func startWithTelemetry(t *testing.T, cfg *Config) (exporter.Traces, *componenttest.Telemetry) {
+func startWithTelemetry(t *testing.T, cfg *Config, storeCfg chstore.Config) (exporter.Traces, *componenttest.Telemetry) {
 	t.Helper()
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
@@ -86,7 +88,7 @@ func startWithTelemetry(t *testing.T, cfg *Config) (exporter.Traces, *componentt
 	set.TelemetrySettings = tt.NewTelemetrySettings()
 	exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, exp.Start(context.Background(), withStorage(t, componenttest.NewNopHost(), cfg, storeCfg)))
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 	return exp, tt
 }
@@ -94,10 +96,9 @@ func startWithTelemetry(t *testing.T, cfg *Config) (exporter.Traces, *componentt
 func TestExportStoresObservations(t *testing.T) {
 	storeCfg := chtest.Config(t)
 	cfg := createDefaultConfig().(*Config)
-	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 
-	exp, tt := startWithTelemetry(t, cfg)
+	exp, tt := startWithTelemetry(t, cfg, storeCfg)
 
 	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("proj", 0, 10)))
 	require.NoError(t, exp.ConsumeTraces(context.Background(), spans("", 10, 3)), "spans without a project are dropped, not failed")
@@ -155,9 +156,10 @@ func TestQueueSurvivesOutage(t *testing.T) {
 			queueDir := t.TempDir()
 			newExporter := func() (exporter.Traces, component.Host) {
 				cfg := createDefaultConfig().(*Config)
-				cfg.DSN, cfg.Database, cfg.Timeout = configopaque.String(storeCfg.DSN), storeCfg.Database, 5*time.Second
+				cfg.Timeout = 5 * time.Second
 				cfg.BackOffConfig.InitialInterval, cfg.BackOffConfig.MaxInterval = 100*time.Millisecond, 500*time.Millisecond
-				host := durable(cfg, queueDir)
+				// A restart starts the storage extension again too.
+				host := withStorage(t, durable(cfg, queueDir), cfg, storeCfg)
 				require.NoError(t, confmap.Validate(cfg))
 				// The queue is found again by the exporter's id, as after a collector restart.
 				set := exportertest.NewNopSettings(Type)
@@ -214,10 +216,9 @@ func TestDiskQueueDropsOnlyWhatClickHouseRefuses(t *testing.T) {
 	require.NoError(t, q.Close())
 
 	cfg := createDefaultConfig().(*Config)
-	cfg.DSN, cfg.Database = configopaque.String(storeCfg.DSN), storeCfg.Database
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	cfg.DiskQueue = configoptional.Some(DiskQueueConfig{Directory: dir, MaxBytes: 1 << 20, BatchBytes: 1 << 20, FlushInterval: 10 * time.Millisecond, Consumers: 1})
-	_, tt := startWithTelemetry(t, cfg)
+	_, tt := startWithTelemetry(t, cfg, storeCfg)
 
 	s := openStore(t, storeCfg)
 	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 4 }, 20*time.Second, 50*time.Millisecond)
@@ -236,6 +237,27 @@ func TestDiskQueueDropsOnlyWhatClickHouseRefuses(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(2), permanent, "the batch of three, then the bad record alone")
+}
+
+// withStorage starts a glassbox_storage extension over storeCfg, points
+// cfg at it and returns base with the extension added; the extension stops
+// when the test ends.
+func withStorage(t *testing.T, base component.Host, cfg *Config, storeCfg chstore.Config) component.Host {
+	t.Helper()
+	f := storageextension.NewFactory()
+	sc := f.CreateDefaultConfig().(*storageextension.Config)
+	sc.DSN, sc.Database, sc.Cluster, sc.ReplicatedEngines = configopaque.String(storeCfg.DSN), storeCfg.Database, storeCfg.Cluster, storeCfg.ReplicatedEngines
+	sc.QueryTimeout = storeCfg.QueryTimeout
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), sc)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	cfg.Storage = component.NewID(f.Type())
+	exts := storageHost{cfg.Storage: ext}
+	for id, e := range base.GetExtensions() {
+		exts[id] = e
+	}
+	return exts
 }
 
 // storageHost offers storage extensions to the exporter's persistent queue.

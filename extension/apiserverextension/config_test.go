@@ -33,67 +33,61 @@ func loadConfig(t *testing.T, file string, id component.ID) *Config {
 func TestLoadConfig(t *testing.T) {
 	// In the collector the workers are opt-in: a tier that only verifies
 	// keys or writes spans runs none.
-	defaults := apiserver.NewDefaultConfig()
-	defaults.Listen = ""
-	defaults.Evaluation.Enabled = false
-	defaults.Automations.Enabled = false
+	def := loadConfig(t, "config.yaml", component.NewID(Type))
+	assert.Equal(t, createDefaultConfig(), def)
+	assert.False(t, def.Evaluation.Enabled)
+	assert.False(t, def.Automations.Enabled)
+	assert.Empty(t, def.Listen)
+	assert.ErrorContains(t, confmap.Validate(def), "storage is required", "the stores are named explicitly")
+
 	deliveries := automations.NewDefaultConfig()
 	deliveries.RetryBackoff = 30 * time.Second
 	evaluation := evalworker.NewDefaultConfig()
 	evaluation.Workers, evaluation.MaxAttempts = 8, 3
-	tests := []struct {
-		id       component.ID
-		expected *Config
-	}{
-		{id: component.NewID(Type), expected: &defaults},
-		{
-			id: component.NewIDWithName(Type, "full"),
-			expected: &Config{
-				Listen:    "127.0.0.1:3100",
-				PublicURL: "https://glassbox.example.com",
-				ControlPlane: apiserver.ControlPlaneConfig{DSN: "postgres://glassbox@db.internal:5432/glassbox",
-					PromptComposition: apiserver.PromptCompositionConfig{MaxResolvedBytes: 262144, MaxReferences: 20}},
-				ClickHouse: apiserver.ClickHouseConfig{
-					DSN:               "clickhouse://ch.internal:9000",
-					Database:          "traces",
-					Cluster:           "main",
-					ReplicatedEngines: true,
-					QueryTimeout:      10 * time.Second,
-					PurgeInterval:     time.Minute,
-					RetentionInterval: 30 * time.Minute,
-					RollupInterval:    10 * time.Minute,
-				},
-				InitFromEnv:              true,
-				MaxRequestBodyBytes:      2097152,
-				MaxLargeRequestBodyBytes: 8388608,
-				Media:                    apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800},
-				Evaluation:               evaluation,
-				Automations:              deliveries,
-				Alerts:                   alerts.NewDefaultConfig(),
-				UI: ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
-					Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
-					AllowedDomains: []string{"example.com"},
-				}},
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.id.String(), func(t *testing.T) {
-			cfg := loadConfig(t, "config.yaml", tt.id)
-			require.NoError(t, confmap.Validate(cfg))
-			assert.Equal(t, tt.expected, cfg)
-		})
-	}
+	opts := apiserver.NewDefaultOptions()
+	opts.Listen, opts.PublicURL, opts.InitFromEnv = "127.0.0.1:3100", "https://glassbox.example.com", true
+	opts.MaxRequestBodyBytes, opts.MaxLargeRequestBodyBytes = 2097152, 8388608
+	opts.Media = apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800}
+	opts.Evaluation, opts.Automations, opts.Alerts = evaluation, deliveries, alerts.NewDefaultConfig()
+	opts.UI = ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
+		Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
+		AllowedDomains: []string{"example.com"},
+	}}
+	full := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "full"))
+	require.NoError(t, confmap.Validate(full))
+	assert.Equal(t, &Config{
+		Storage:      component.MustNewID("glassbox_storage"),
+		ControlPlane: component.MustNewID("glassbox_controlplane"),
+		ClickHouse:   apiserver.Maintenance{PurgeInterval: time.Minute, RetentionInterval: 30 * time.Minute, RollupInterval: 10 * time.Minute},
+		Options:      opts,
+	}, full)
 }
 
 func TestInvalidConfig(t *testing.T) {
 	cfg := loadConfig(t, "invalid.yaml", component.NewID(Type))
 	err := confmap.Validate(cfg)
 	require.Error(t, err)
-	for _, want := range []string{"listen", "public_url", "control_plane.dsn", "clickhouse: dsn", "max_request_body_bytes",
-		"ui.session_ttl", "ui.oidc.client_id"} {
+	for _, want := range []string{"storage is required", "control_plane is required", "listen", "public_url",
+		"clickhouse.purge_interval", "max_request_body_bytes", "ui.session_ttl", "ui.oidc.client_id"} {
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+// A configuration that still gives glassbox_api stores of its own stops
+// with the extensions the keys moved to.
+func TestMovedKeysNameTheirNewPlace(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "moved.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewID(Type).String())
+	require.NoError(t, err)
+	err = sub.Unmarshal(createDefaultConfig().(*Config))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `"control_plane" now names a glassbox_controlplane extension by id`)
+	assert.ErrorContains(t, err, "set control_plane: glassbox_controlplane")
+	for _, key := range []string{"dsn", "database", "cluster", "replicated_engines"} {
+		assert.ErrorContains(t, err, `"clickhouse.`+key+`" moved to the glassbox_storage extension`)
+	}
+	assert.NotContains(t, err.Error(), "purge_interval", "maintenance stays with the API")
 }
 
 func TestUnknownKeyIsRejected(t *testing.T) {

@@ -8,9 +8,12 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
 )
@@ -21,8 +24,9 @@ type HandlerProvider interface {
 }
 
 var (
-	_ extension.Extension = (*apiExtension)(nil)
-	_ HandlerProvider     = (*apiExtension)(nil)
+	_ extension.Extension             = (*apiExtension)(nil)
+	_ extensioncapabilities.Dependent = (*apiExtension)(nil)
+	_ HandlerProvider                 = (*apiExtension)(nil)
 )
 
 type apiExtension struct {
@@ -47,9 +51,23 @@ func newAPIExtension(cfg *Config, set extension.Settings) *apiExtension {
 	return e
 }
 
-// Start opens the stores and, with `listen` set, serves the API on its own port.
-func (e *apiExtension) Start(ctx context.Context, _ component.Host) error {
-	srv, err := apiserver.New(ctx, *e.cfg, e.logger)
+// Dependencies has the collector start the two store extensions first.
+func (e *apiExtension) Dependencies() []component.ID {
+	return []component.ID{e.cfg.Storage, e.cfg.ControlPlane}
+}
+
+// Start builds the server over the stores of the extensions it names and,
+// with `listen` set, serves the API on its own port.
+func (e *apiExtension) Start(ctx context.Context, host component.Host) error {
+	cp, err := controlplaneextension.GetStore(host, e.cfg.ControlPlane, "control_plane")
+	if err != nil {
+		return err
+	}
+	ch, err := storageextension.GetStore(host, e.cfg.Storage, "storage")
+	if err != nil {
+		return err
+	}
+	srv, err := apiserver.NewOver(ctx, e.cfg.Options, e.cfg.ClickHouse, apiserver.Stores{ControlPlane: cp, ClickHouse: ch}, e.logger)
 	if err != nil {
 		return err
 	}
@@ -65,7 +83,7 @@ func (e *apiExtension) Start(ctx context.Context, _ component.Host) error {
 }
 
 // Shutdown stops the listener, waiting for requests in flight until ctx
-// ends, and closes the stores. It is safe without Start and when repeated.
+// ends, and the server's workers; the stores are their extensions'. It is safe without Start and when repeated.
 func (e *apiExtension) Shutdown(ctx context.Context) error {
 	var errs []error
 	if e.listener != nil {

@@ -3,6 +3,7 @@ package apiserverextension
 import (
 	"context"
 	"encoding/base64"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
+	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
+	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
@@ -35,13 +38,34 @@ const (
 	secretKey = "sk-lf-0123456789abcdef-0123456789abcdef0"
 )
 
-// testConfig points at a fresh ClickHouse database and SQLite file, with
-// one project key created from the environment.
+// testHost offers the store extensions of the last testConfig.
+var testHost component.Host
+
+// testConfig starts a glassbox_storage extension on a fresh ClickHouse
+// database and a glassbox_controlplane extension on a fresh SQLite file,
+// offered by testHost, and names them, with one project key created from
+// the environment.
 func testConfig(t *testing.T) *Config {
+	ctx := context.Background()
 	ch := chtest.Config(t)
+	sf := storageextension.NewFactory()
+	sc := sf.CreateDefaultConfig().(*storageextension.Config)
+	sc.DSN, sc.Database = configopaque.String(ch.DSN), ch.Database
+	storage, err := sf.Create(ctx, extensiontest.NewNopSettings(sf.Type()), sc)
+	require.NoError(t, err)
+	cf := controlplaneextension.NewFactory()
+	cc := cf.CreateDefaultConfig().(*controlplaneextension.Config)
+	cc.DSN = configopaque.String("sqlite://" + filepath.Join(t.TempDir(), "cp.db"))
+	cp, err := cf.Create(ctx, extensiontest.NewNopSettings(cf.Type()), cc)
+	require.NoError(t, err)
+	for _, e := range []component.Component{storage, cp} {
+		require.NoError(t, e.Start(ctx, componenttest.NewNopHost()))
+		t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+	}
 	cfg := createDefaultConfig().(*Config)
-	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database = ch.DSN, ch.Database
+	cfg.Storage, cfg.ControlPlane = component.NewID(sf.Type()), component.NewID(cf.Type())
+	testHost = extensionHost{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{
+		cfg.Storage: storage, cfg.ControlPlane: cp}}
 	cfg.InitFromEnv = true
 	t.Setenv(controlplane.EnvInitOrgID, "org")
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
@@ -94,7 +118,7 @@ func TestLifecycle(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, apikey.ErrInvalidCredentials, "not running is an outage, not a bad key")
 
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ext.Start(context.Background(), testHost))
 	// The handler taken before Start now serves the API.
 	assert.Equal(t, http.StatusOK, get(h, "/api/public/health", "").Code)
 	rec = get(h, "/api/public/projects", basicAuth())
@@ -111,6 +135,33 @@ func TestLifecycle(t *testing.T) {
 	require.NoError(t, ext.Shutdown(context.Background()), "Shutdown is safe to repeat")
 }
 
+// The API runs over the very store instances of the extensions it names,
+// so a change made through it reaches the processors at once.
+func TestSharesTheNamedStores(t *testing.T) {
+	cfg := testConfig(t)
+	ext := newExtension(t, cfg)
+	assert.Equal(t, []component.ID{cfg.Storage, cfg.ControlPlane}, ext.(interface{ Dependencies() []component.ID }).Dependencies(),
+		"the collector starts the stores first")
+	require.NoError(t, ext.Start(context.Background(), testHost))
+	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+	cp, err := controlplaneextension.GetStore(testHost, cfg.ControlPlane, "control_plane")
+	require.NoError(t, err)
+	ch, err := storageextension.GetStore(testHost, cfg.Storage, "storage")
+	require.NoError(t, err)
+	assert.Same(t, cp, ext.(*apiExtension).server.Load().ControlPlane())
+	require.NoError(t, ext.Shutdown(context.Background()))
+	require.NoError(t, ch.Ping(context.Background()), "shutting the API down leaves the shared store open")
+	require.NoError(t, cp.Ping(context.Background()))
+}
+
+func TestStartNeedsTheNamedExtensions(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.ControlPlane = component.MustNewIDWithName("glassbox_controlplane", "missing")
+	ext := newExtension(t, cfg)
+	assert.ErrorContains(t, ext.Start(context.Background(), testHost), `control_plane: no extension "glassbox_controlplane/missing"`)
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
 func TestShutdownWithoutStart(t *testing.T) {
 	require.NoError(t, newExtension(t, createDefaultConfig().(*Config)).Shutdown(context.Background()))
 }
@@ -120,7 +171,7 @@ func TestOwnListener(t *testing.T) {
 	cfg.Listen = freeport.Addr(t)
 
 	ext := newExtension(t, cfg)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ext.Start(context.Background(), testHost))
 	resp, err := http.Get("http://" + cfg.Listen + "/api/public/health")
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
@@ -139,7 +190,7 @@ func TestStartFailsOnTakenPort(t *testing.T) {
 	defer ln.Close()
 	cfg.Listen = ln.Addr().String()
 	ext := newExtension(t, cfg)
-	assert.ErrorContains(t, ext.Start(context.Background(), componenttest.NewNopHost()), "listen on")
+	assert.ErrorContains(t, ext.Start(context.Background(), testHost), "listen on")
 	require.NoError(t, ext.Shutdown(context.Background()))
 }
 
@@ -156,7 +207,7 @@ func (h extensionHost) GetExtensions() map[component.ID]component.Component {
 // checks keys against the API server's store.
 func TestAuthenticatorUsesTheStore(t *testing.T) {
 	ext := newExtension(t, testConfig(t))
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ext.Start(context.Background(), testHost))
 	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
 
 	authFactory := apikeyauthextension.NewFactory()
@@ -189,7 +240,7 @@ func TestServesProcessorSources(t *testing.T) {
 	require.ErrorIs(t, err, cpsource.ErrNotRunning)
 
 	ctx := context.Background()
-	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, ext.Start(ctx, testHost))
 	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
 	cp := ext.(*apiExtension).server.Load().ControlPlane()
 	rate := 0.25
@@ -221,7 +272,7 @@ func TestServesEvaluatorRulesAndTakesJobs(t *testing.T) {
 	require.ErrorIs(t, err, cpsource.ErrNotRunning)
 	require.ErrorIs(t, source.EnqueueEvalJobs(ctx, []evaljobs.Job{{ProjectID: "proj", RuleID: "r", TraceID: "t"}}), cpsource.ErrNotRunning)
 
-	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, ext.Start(ctx, testHost))
 	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
 	cp := ext.(*apiExtension).server.Load().ControlPlane()
 	e, err := cp.CreateEvaluator(ctx, "proj", controlplane.NewEvaluator{Name: "one", Kind: controlplane.EvaluatorCEL, ScoreName: "one",

@@ -24,11 +24,11 @@ func NewFactory() extension.Factory {
 // without evaluation or automation delivery workers, which a configuration
 // turns on where it wants them (evaluation.enabled, automations.enabled).
 func createDefaultConfig() component.Config {
-	cfg := apiserver.NewDefaultConfig()
-	cfg.Listen = ""
-	cfg.Evaluation.Enabled = false
-	cfg.Automations.Enabled = false
-	return &cfg
+	opts := apiserver.NewDefaultOptions()
+	opts.Listen = ""
+	opts.Evaluation.Enabled = false
+	opts.Automations.Enabled = false
+	return &Config{ClickHouse: apiserver.NewDefaultMaintenance(), Options: opts}
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {

@@ -19,6 +19,10 @@ const (
 	// DefaultMetricsMaxRowsToRead is about 30 days of a project with three
 	// million observations a day.
 	DefaultMetricsMaxRowsToRead = 100_000_000
+	// DefaultMaxOpenConns bounds the connection pool unless the DSN sets
+	// max_open_conns: twice the driver's default, since the exporter and
+	// the API, which had a pool each, share one store.
+	DefaultMaxOpenConns = 20
 )
 
 // Config says where the tables live and how they are laid out.

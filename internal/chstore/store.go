@@ -130,6 +130,12 @@ func newStore(cfg Config) (*Store, error) {
 	// when Migrate runs, so connections start in the server's default one.
 	opts.Auth.Database = ""
 	opts.DialTimeout = cfg.DialTimeout
+	// One store serves the exporter's inserts (each consumer holds a
+	// connection for about a flush interval) and the API's reads; the DSN's
+	// max_open_conns overrides this.
+	if opts.MaxOpenConns == 0 {
+		opts.MaxOpenConns = DefaultMaxOpenConns
+	}
 	// A read that outlives the query deadline means a hung connection.
 	opts.ReadTimeout = cfg.QueryTimeout + cfg.DialTimeout
 	// Open does not dial; the first call does.

@@ -27,9 +27,22 @@ const MaxDepth = 5
 type Limits struct {
 	// MaxResolvedBytes bounds the text of the resolved prompt, and of each
 	// referenced prompt once resolved.
-	MaxResolvedBytes int
+	MaxResolvedBytes int `mapstructure:"max_resolved_bytes"`
 	// MaxReferences bounds how many references one resolution follows.
-	MaxReferences int
+	MaxReferences int `mapstructure:"max_references"`
+}
+
+// Check reports limits that are not positive. (Not named Validate, so
+// that configurations that embed Limits report it once.)
+func (l Limits) Check() error {
+	var errs []error
+	if l.MaxResolvedBytes <= 0 {
+		errs = append(errs, errors.New("max_resolved_bytes must be positive"))
+	}
+	if l.MaxReferences <= 0 {
+		errs = append(errs, errors.New("max_references must be positive"))
+	}
+	return errors.Join(errs...)
 }
 
 // Defaults of Limits: far above hand-written prompts, far below what would

@@ -57,6 +57,9 @@ var (
 // ingestion is tested without the control plane.
 const collectorConfig = `
 extensions:
+  glassbox_storage:
+    dsn: {{.DSN}}
+    database: {{.Database}}
   glassbox_auth:
     keys:
 {{- range .Projects}}
@@ -75,8 +78,7 @@ processors:
     limit_mib: 1024
 exporters:
   glassbox_clickhouse:
-    dsn: {{.DSN}}
-    database: {{.Database}}
+    storage: glassbox_storage
     disk_queue:
       directory: {{.QueueDir}}
       flush_interval: 100ms
@@ -86,7 +88,7 @@ exporters:
       max_interval: 2s
       max_elapsed_time: 0s
 service:
-  extensions: [glassbox_auth]
+  extensions: [glassbox_storage, glassbox_auth]
   telemetry:
     metrics:
       level: none

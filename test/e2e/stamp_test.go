@@ -26,6 +26,9 @@ import (
 // glassbox_ingest; glassbox_project stamps the key's project.
 const stockReceiverConfig = `
 extensions:
+  glassbox_storage:
+    dsn: {{.DSN}}
+    database: {{.Database}}
   glassbox_auth:
     keys:
 {{- range .Projects}}
@@ -46,10 +49,9 @@ processors:
   glassbox_project:
 exporters:
   glassbox_clickhouse:
-    dsn: {{.DSN}}
-    database: {{.Database}}
+    storage: glassbox_storage
 service:
-  extensions: [glassbox_auth, health_check]
+  extensions: [glassbox_storage, glassbox_auth, health_check]
   telemetry:
     metrics:
       level: none

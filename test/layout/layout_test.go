@@ -70,6 +70,17 @@ func TestLayout(t *testing.T) {
 		case "internal/evalqueue":
 			assert.NotContains(t, own, "internal/controlplane", "the queue runs over internal/sqldb, below the store")
 		}
+		// What the gateway tier lists (configs/gateway.yaml) opens no
+		// ClickHouse connection and runs no workers.
+		if path == "extension/controlplaneextension" || path == "extension/apikeyauthextension" {
+			for _, d := range p.Deps {
+				assert.False(t, strings.HasPrefix(d, "github.com/ClickHouse/clickhouse-go"), "%s (gateway tier) depends on %s", path, d)
+			}
+			for _, d := range own {
+				assert.False(t, under(d, "internal/chstore", "internal/workpool", "apiserver", "extension/storageextension"),
+					"%s (gateway tier) depends on %s", path, d)
+			}
+		}
 		if under(path, "internal", "provider") {
 			for _, d := range own {
 				assert.False(t, under(d, "apiserver", "extension", "receiver", "processor", "exporter", "cmd"),

@@ -6,6 +6,7 @@ package uitest // import "github.com/glassbox-dev/glassbox/apiserver/ui/uitest"
 
 import (
 	"context"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -57,7 +58,7 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.Listen = ""
 	cfg.PublicURL = base
 	cfg.ControlPlane.DSN = "sqlite://" + filepath.Join(t.TempDir(), "cp.db")
-	cfg.ClickHouse.DSN, cfg.ClickHouse.Database, cfg.ClickHouse.QueryTimeout = ch.DSN, ch.Database, ch.QueryTimeout
+	cfg.ClickHouse.DSN, cfg.ClickHouse.Database, cfg.ClickHouse.QueryTimeout = configopaque.String(ch.DSN), ch.Database, ch.QueryTimeout
 	cfg.Media.Dir = filepath.Join(t.TempDir(), "media")
 	cfg.Evaluation.Enabled = false
 	cfg.Automations.Enabled = false
