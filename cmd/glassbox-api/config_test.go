@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,31 +12,38 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver"
 )
 
-func TestExpandEnv(t *testing.T) {
-	t.Setenv("GB_SET", "value")
+// TestConfigReferences: the standalone server's file resolves the
+// environment as the collector's files do.
+func TestConfigReferences(t *testing.T) {
+	t.Setenv("GB_LISTEN", "127.0.0.1:4000")
 	t.Setenv("GB_EMPTY", "")
-	for in, want := range map[string]string{
-		"a: ${env:GB_SET}":             "a: value",
-		"a: ${GB_SET}":                 "a: value",
-		"a: ${env:GB_UNSET:-fallback}": "a: fallback",
-		"a: ${env:GB_EMPTY:-fallback}": "a: fallback",
-		"a: ${env:GB_EMPTY}":           "a: ",
-		"a: pa$$word":                  "a: pa$word",
-		"a: $GB_SET":                   "a: $GB_SET",
-	} {
-		got, err := expandEnv(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
+	write := func(t *testing.T, text string) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "api.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
 	}
-	_, err := expandEnv("a: ${env:GB_UNSET_ONE} b: ${GB_UNSET_TWO}")
-	assert.ErrorContains(t, err, "GB_UNSET_ONE, GB_UNSET_TWO")
-
-	// Required variables: set, unset, empty; a default may hold ":?".
-	got, err := expandEnv("a: ${env:GB_SET:?the a} b: ${env:GB_UNSET_ONE:-x:?y}")
+	cfg, err := loadConfig(write(t, `
+listen: ${GB_LISTEN}
+public_url: ${env:GB_UNSET:-https://fallback.example.com}
+admin_api_key: pa$$word-0123456789-0123456789-01
+control_plane:
+  dsn: ${env:GB_CP_DSN:-sqlite:///tmp/refs.db}
+clickhouse:
+  dsn: clickhouse://ch:9000
+`))
 	require.NoError(t, err)
-	assert.Equal(t, "a: value b: x:?y", got)
-	_, err = expandEnv("a: ${env:GB_UNSET_ONE:?the writers' addresses} b: ${env:GB_EMPTY:?}")
-	assert.EqualError(t, err, "environment variables not set: GB_UNSET_ONE (the writers' addresses), GB_EMPTY")
+	assert.Equal(t, "127.0.0.1:4000", cfg.Listen)
+	assert.Equal(t, "https://fallback.example.com", cfg.PublicURL)
+	assert.Equal(t, configopaque.String("pa$word-0123456789-0123456789-01"), cfg.AdminAPIKey)
+	assert.Equal(t, "sqlite:///tmp/refs.db", cfg.ControlPlane.DSN)
+
+	// A required variable unset or empty is named, with its message.
+	_, err = loadConfig(write(t, "listen: ${env:GB_UNSET_ONE:?where the API listens}\n"))
+	assert.ErrorContains(t, err, "GB_UNSET_ONE")
+	assert.ErrorContains(t, err, "where the API listens")
+	_, err = loadConfig(write(t, "listen: ${env:GB_EMPTY:?}\n"))
+	assert.ErrorContains(t, err, "GB_EMPTY")
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -60,7 +69,7 @@ func TestLoadConfig(t *testing.T) {
 
 func TestLoadConfigErrors(t *testing.T) {
 	for file, want := range map[string]string{
-		"testdata/missing.yaml":     "read config",
+		"testdata/missing.yaml":     "unable to read the file",
 		"testdata/unknown_key.yaml": "clickhouse_dsn",
 		"testdata/invalid.yaml":     "listen",
 		"testdata/config.yaml":      "TEST_GLASSBOX_CP_DSN",
