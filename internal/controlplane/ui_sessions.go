@@ -141,8 +141,8 @@ func (s *Store) InviteLinkUser(ctx context.Context, token string) (User, error) 
 
 // UseInviteLink sets the invited user's name and password and spends the
 // link: it works once.
-func (s *Store) UseInviteLink(ctx context.Context, token, name, password string) (User, error) {
-	hash, err := hashPassword(password)
+func (s *Store) UseInviteLink(ctx context.Context, token, name, plain string) (User, error) {
+	hash, err := hashPassword(plain)
 	if err != nil {
 		return User{}, err
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/glassbox-dev/glassbox/internal/password"
 )
 
 // ErrInvalidLogin means the email is unknown, the user has no password, or
@@ -82,21 +84,21 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (User, error) 
 // ErrInvalidLogin otherwise. An unknown email costs the same hashing work as
 // a known one, so response time does not reveal which emails exist. A hash
 // with outdated parameters is replaced after a successful check.
-func (s *Store) CheckPassword(ctx context.Context, email, password string) (User, error) {
+func (s *Store) CheckPassword(ctx context.Context, email, plain string) (User, error) {
 	u, hash, err := s.userWhere(ctx, `email = ?`, strings.ToLower(strings.TrimSpace(email)))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return User{}, err
 	}
 	if !hash.Valid {
-		_, _ = passwordMatches(dummyPasswordHash, password)
+		_, _ = password.Matches(password.Dummy, plain)
 		return User{}, ErrInvalidLogin
 	}
-	ok, current := passwordMatches(hash.String, password)
+	ok, current := password.Matches(hash.String, plain)
 	if !ok {
 		return User{}, ErrInvalidLogin
 	}
 	if !current {
-		if h, err := hashPassword(password); err == nil {
+		if h, err := hashPassword(plain); err == nil {
 			if err := s.storePasswordHash(ctx, u.ID, h); err != nil {
 				return User{}, err
 			}
@@ -105,10 +107,19 @@ func (s *Store) CheckPassword(ctx context.Context, email, password string) (User
 	return u, nil
 }
 
+// hashPassword hashes a password to be set; one too short or too long is
+// ErrInvalid.
+func hashPassword(plain string) (string, error) {
+	if err := password.Check(plain); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return password.Hash(plain)
+}
+
 // SetPassword replaces a user's password and ends their signed-in
 // sessions, so a changed password locks out whoever knew the old one.
-func (s *Store) SetPassword(ctx context.Context, userID, password string) error {
-	hash, err := hashPassword(password)
+func (s *Store) SetPassword(ctx context.Context, userID, plain string) error {
+	hash, err := hashPassword(plain)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,7 @@
-package controlplane
+// Package password hashes and checks the passwords people sign in with.
+// It holds no state and takes no database: the control plane stores what
+// Hash returns.
+package password // import "github.com/glassbox-dev/glassbox/internal/password"
 
 import (
 	"crypto/rand"
@@ -24,21 +27,31 @@ const (
 	argonSaltLen   = 16
 )
 
-// minPasswordLength is the shortest password accepted; maxPasswordLength
-// bounds the work one sign-in attempt can ask for.
+// MinLength is the shortest password accepted; MaxLength bounds the work
+// one sign-in attempt can ask for.
 const (
-	minPasswordLength = 8
-	maxPasswordLength = 1024
+	MinLength = 8
+	MaxLength = 1024
 )
 
 var b64 = base64.RawStdEncoding
 
-func hashPassword(password string) (string, error) {
+// Check refuses a password too short or too long to be set.
+func Check(password string) error {
 	switch {
-	case len(password) < minPasswordLength:
-		return "", fmt.Errorf("%w: password must have at least %d characters", ErrInvalid, minPasswordLength)
-	case len(password) > maxPasswordLength:
-		return "", fmt.Errorf("%w: password must have at most %d characters", ErrInvalid, maxPasswordLength)
+	case len(password) < MinLength:
+		return fmt.Errorf("password must have at least %d characters", MinLength)
+	case len(password) > MaxLength:
+		return fmt.Errorf("password must have at most %d characters", MaxLength)
+	}
+	return nil
+}
+
+// Hash returns the PHC string of password under today's parameters; a
+// password Check refuses is an error.
+func Hash(password string) (string, error) {
+	if err := Check(password); err != nil {
+		return "", err
 	}
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {
@@ -49,11 +62,10 @@ func hashPassword(password string) (string, error) {
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-// passwordMatches checks password against a stored hash in constant time.
-// current is false when the hash should be replaced by one with today's
-// parameters.
-func passwordMatches(hash, password string) (ok, current bool) {
-	if len(password) > maxPasswordLength {
+// Matches checks password against a stored hash in constant time. current
+// is false when the hash should be replaced by one with today's parameters.
+func Matches(hash, password string) (ok, current bool) {
+	if len(password) > MaxLength {
 		return false, true
 	}
 	if strings.HasPrefix(hash, "$2") {
@@ -89,10 +101,10 @@ func passwordMatches(hash, password string) (ok, current bool) {
 	return ok, current
 }
 
-// dummyPasswordHash is compared against when a user has no password, so
-// that the answer takes as long as for a real one.
-var dummyPasswordHash = func() string {
-	h, err := hashPassword("no user has this password")
+// Dummy is a hash to compare against when a user has no password, so that
+// the answer takes as long as for a real one.
+var Dummy = func() string {
+	h, err := Hash("no user has this password")
 	if err != nil {
 		panic(err)
 	}
