@@ -495,3 +495,20 @@ func TestAdminKey(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, code, "%s: %v", path, body)
 	}
 }
+
+// NotFoundAs words the 404 of either store and leaves every other error to
+// ClientError.
+func TestNotFoundAs(t *testing.T) {
+	for _, notFound := range []error{chstore.ErrNotFound, fmt.Errorf("get dataset: %w", controlplane.ErrNotFound)} {
+		apiErr, ok := ClientError(NotFoundAs(notFound, "Dataset %s not found", "d1"))
+		require.True(t, ok)
+		assert.Equal(t, http.StatusNotFound, apiErr.Status)
+		assert.Equal(t, "Dataset d1 not found", apiErr.Message)
+		assert.ErrorIs(t, apiErr, notFound, "the cause stays reachable")
+	}
+	conflict := fmt.Errorf("%w: a dataset named d1 exists", controlplane.ErrConflict)
+	assert.Same(t, conflict, NotFoundAs(conflict, "Dataset not found"))
+	apiErr, ok := ClientError(NotFoundAs(conflict, "Dataset not found"))
+	require.True(t, ok)
+	assert.Equal(t, http.StatusConflict, apiErr.Status)
+}
