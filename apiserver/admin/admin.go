@@ -199,10 +199,7 @@ func (h handlers) revokeKey(r *http.Request) (any, error) {
 	}
 	// The organization's own keys only: a project's key is not found here.
 	if err := h.store.RevokeAPIKey(r.Context(), org, "", r.PathValue("apiKeyId")); err != nil {
-		if errors.Is(err, controlplane.ErrNotFound) {
-			return nil, httpx.NotFound("API key not found")
-		}
-		return nil, err
+		return nil, httpx.NotFoundAs(err, "API key not found")
 	}
 	return DeletionResponse{Success: true}, nil
 }
@@ -231,8 +228,5 @@ func (h handlers) view(ctx context.Context, o controlplane.Organization) (Organi
 // organizationError answers an unknown (or deleted) organization with 404;
 // the router classifies the store's other errors.
 func organizationError(err error) error {
-	if errors.Is(err, controlplane.ErrNotFound) {
-		return httpx.NotFound("Organization not found")
-	}
-	return err
+	return httpx.NotFoundAs(err, "Organization not found")
 }

@@ -4,75 +4,62 @@
 package httpx // import "github.com/glassbox-dev/glassbox/apiserver/httpx"
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-)
 
-// Error names, as Langfuse spells them in the `error` field of an error body.
-const (
-	nameInvalidRequest   = "InvalidRequestError"
-	nameForbidden        = "ForbiddenError"
-	nameNotFound         = "LangfuseNotFoundError"
-	nameMethodNotAllowed = "MethodNotAllowedError"
-	nameConflict         = "LangfuseConflictError"
-	namePayloadTooLarge  = "PayloadTooLargeError"
-	nameInternal         = "InternalServerError"
+	"github.com/glassbox-dev/glassbox/internal/apierr"
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
-
-// hostHint ends every 401 message: a wrong base URL is the usual cause of a
-// key that does not verify.
-const hostHint = " Confirm that you've configured the correct host."
 
 // Error is an API error: what the client sent was wrong, or is not allowed.
-// Handlers return it; the router writes it as {"message", "error"}.
-type Error struct {
-	Status  int
-	Name    string // empty omits the `error` field, as Langfuse's 401 bodies do
-	Message string
-}
-
-func (e *Error) Error() string {
-	return e.Message
-}
+// Handlers return it; the router writes it as {"message", "error"}. Its
+// names and the auth step's messages are internal/apierr's, which the
+// ingest receiver answers with too.
+type Error = apierr.Error
 
 // BadRequest is a 400; the message names the parameter at fault.
 func BadRequest(format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Name: nameInvalidRequest, Message: fmt.Sprintf(format, args...)}
+	return apierr.New(http.StatusBadRequest, fmt.Sprintf(format, args...))
 }
 
 // NotFound is a 404.
 func NotFound(format string, args ...any) *Error {
-	return &Error{Status: http.StatusNotFound, Name: nameNotFound, Message: fmt.Sprintf(format, args...)}
+	return apierr.New(http.StatusNotFound, fmt.Sprintf(format, args...))
 }
 
 // Forbidden is a 403: the key is valid but may not use this route.
 func Forbidden(message string) *Error {
-	return &Error{Status: http.StatusForbidden, Name: nameForbidden, Message: message}
+	return apierr.New(http.StatusForbidden, message)
 }
 
 // Conflict is a 409.
 func Conflict(format string, args ...any) *Error {
-	return &Error{Status: http.StatusConflict, Name: nameConflict, Message: fmt.Sprintf(format, args...)}
+	return apierr.New(http.StatusConflict, fmt.Sprintf(format, args...))
 }
 
-func unauthorized(reason string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Message: reason + "." + hostHint}
+// NotFoundAs answers the stores' not-found verdict with a 404 that names
+// what was not found; any other error is returned as it is, for ClientError
+// to classify.
+func NotFoundAs(err error, format string, args ...any) error {
+	if errors.Is(err, chstore.ErrNotFound) || errors.Is(err, controlplane.ErrNotFound) {
+		e := NotFound(format, args...)
+		e.Cause = err
+		return e
+	}
+	return err
 }
 
 var (
-	errServiceUnavailable = &Error{Status: http.StatusServiceUnavailable, Message: "Service Unavailable"}
-	errInternal           = &Error{Status: http.StatusInternalServerError, Name: nameInternal, Message: "Internal Server Error"}
-	errMethodNotAllowed   = &Error{Status: http.StatusMethodNotAllowed, Name: nameMethodNotAllowed, Message: "Method not allowed"}
-	errRouteNotFound      = NotFound("Route not found")
-	errClickHouseDown     = &Error{Status: http.StatusServiceUnavailable, Name: "ServiceUnavailableError",
-		Message: "ClickHouse is unavailable; traces, observations, scores and metrics cannot be read or written until it is back. Retry shortly."}
-	errScopeForbidden = Forbidden("Access denied - insufficient permissions for this endpoint")
+	errInternal         = apierr.New(http.StatusInternalServerError, apierr.MsgInternal)
+	errMethodNotAllowed = apierr.New(http.StatusMethodNotAllowed, apierr.MsgMethodNotAllowed)
+	errRouteNotFound    = apierr.New(http.StatusNotFound, apierr.MsgRouteNotFound)
+	errClientGone       = apierr.New(http.StatusServiceUnavailable, apierr.MsgUnavailable)
+	errClickHouseDown   = apierr.New(http.StatusServiceUnavailable,
+		"ClickHouse is unavailable; traces, observations, scores and metrics cannot be read or written until it is back. Retry shortly.")
 )
 
 func payloadTooLarge(limit int64) *Error {
-	return &Error{
-		Status:  http.StatusRequestEntityTooLarge,
-		Name:    namePayloadTooLarge,
-		Message: fmt.Sprintf("Request body exceeds the limit of %d bytes", limit),
-	}
+	return apierr.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body exceeds the limit of %d bytes", limit))
 }

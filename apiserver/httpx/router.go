@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -236,11 +237,8 @@ func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal
 		return rt.authenticatePublicKey(r, access, strings.TrimSpace(token))
 	}
 	publicKey, secretKey, err := apikey.ParseBasic(header)
-	if errors.Is(err, apikey.ErrMissingCredentials) {
-		return apikey.Principal{}, unauthorized("No authorization header")
-	}
 	if err != nil {
-		return apikey.Principal{}, unauthorized("Invalid authorization header, expected Basic base64(publicKey:secretKey)")
+		return apikey.Principal{}, apierr.Auth(err)
 	}
 	p, apiErr := rt.verified(rt.verifier.Verify(r.Context(), publicKey, secretKey))
 	if apiErr != nil {
@@ -248,32 +246,35 @@ func (rt *router) authenticate(r *http.Request, access Access) (apikey.Principal
 	}
 	switch access {
 	case ProjectKey, ProjectOrScoresKey:
-		switch err := apikey.RequireProject(p); {
-		case errors.Is(err, apikey.ErrNotProjectKey):
-			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires a project API key, not an organization key")
-		case err != nil:
-			return apikey.Principal{}, unauthorized("Invalid credentials")
+		if err := apikey.RequireProject(p); err != nil {
+			return apikey.Principal{}, apierr.Auth(err)
 		}
 	case OrganizationKey:
 		if p.Scope != apikey.ScopeOrganization || p.OrganizationID == "" {
-			return apikey.Principal{}, Forbidden("Access denied - this endpoint requires an organization API key, not a project key")
+			return apikey.Principal{}, authError(http.StatusForbidden, "Access denied - this endpoint requires an organization API key, not a project key")
 		}
 	}
 	return p, nil
+}
+
+// authError is a refusal of the auth step that apierr.Auth has no word
+// for; like its answers, it carries a message alone.
+func authError(status int, message string) *Error {
+	return &Error{Status: status, Message: message}
 }
 
 // authenticateAdmin checks `Bearer <admin API key>`. The token is compared
 // by hash in constant time; no API key, of any scope, is accepted instead.
 func (rt *router) authenticateAdmin(header string) *Error {
 	if header == "" {
-		return unauthorized("No authorization header")
+		return apierr.Auth(apikey.ErrMissingCredentials)
 	}
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return unauthorized("Invalid authorization header, expected Bearer <admin API key>")
+		return authError(http.StatusUnauthorized, "Invalid authorization header, expected Bearer <admin API key>."+apierr.HostHint)
 	}
 	if !apikey.SecretMatches(strings.TrimSpace(token), rt.adminKeyHash) {
-		return unauthorized("Invalid admin API key")
+		return authError(http.StatusUnauthorized, "Invalid admin API key."+apierr.HostHint)
 	}
 	return nil
 }
@@ -283,14 +284,17 @@ func (rt *router) authenticateAdmin(header string) *Error {
 // scope of its project, on the routes that accept it.
 func (rt *router) authenticatePublicKey(r *http.Request, access Access, publicKey string) (apikey.Principal, *Error) {
 	if publicKey == "" {
-		return apikey.Principal{}, unauthorized("Invalid authorization header, expected Bearer <publicKey>")
+		return apikey.Principal{}, authError(http.StatusUnauthorized, "Invalid authorization header, expected Bearer <publicKey>."+apierr.HostHint)
 	}
 	p, apiErr := rt.verified(rt.verifier.VerifyPublicKey(r.Context(), publicKey))
 	if apiErr != nil {
 		return apikey.Principal{}, apiErr
 	}
-	if access != ProjectOrScoresKey || p.Scope != apikey.ScopeProject || p.ProjectID == "" {
-		return apikey.Principal{}, errScopeForbidden
+	if access != ProjectOrScoresKey {
+		return apikey.Principal{}, apierr.Auth(apikey.ErrSecretRequired)
+	}
+	if err := apikey.RequireProject(p); err != nil {
+		return apikey.Principal{}, apierr.Auth(err)
 	}
 	p.Scope = ScopeScores
 	return p, nil
@@ -299,12 +303,11 @@ func (rt *router) authenticatePublicKey(r *http.Request, access Access, publicKe
 // verified turns the outcome of a key lookup into a principal or the error
 // the client sees: 401 for bad credentials, 503 when the store failed.
 func (rt *router) verified(p apikey.Principal, err error) (apikey.Principal, *Error) {
-	switch {
-	case errors.Is(err, apikey.ErrInvalidCredentials):
-		return apikey.Principal{}, unauthorized("Invalid credentials")
-	case err != nil:
-		rt.logger.Warn("API key verification failed", zap.Error(err))
-		return apikey.Principal{}, errServiceUnavailable
+	if err != nil {
+		if !errors.Is(err, apikey.ErrInvalidCredentials) {
+			rt.logger.Warn("API key verification failed", zap.Error(err))
+		}
+		return apikey.Principal{}, apierr.Auth(err)
 	}
 	return p, nil
 }
@@ -320,7 +323,7 @@ func (rt *router) classify(r *http.Request, route *Route, err error) *Error {
 	}
 	if r.Context().Err() != nil {
 		// The client went away; nobody reads the answer.
-		return errServiceUnavailable
+		return errClientGone
 	}
 	rt.logger.Error("request failed", zap.String("method", route.Method), zap.String("route", route.Path), zap.Error(err))
 	return errInternal
@@ -363,13 +366,8 @@ func storeMessage(err error, def string) string {
 	return msg
 }
 
-type errorBody struct {
-	Message string `json:"message"`
-	Error   string `json:"error,omitempty"`
-}
-
 func (rt *router) writeError(w http.ResponseWriter, e *Error) {
-	rt.writeJSON(w, e.Status, errorBody{Message: e.Message, Error: e.Name})
+	rt.writeJSON(w, e.Status, e.Body())
 }
 
 func (rt *router) writeJSON(w http.ResponseWriter, status int, body any) {
@@ -377,7 +375,7 @@ func (rt *router) writeJSON(w http.ResponseWriter, status int, body any) {
 	if err != nil {
 		rt.logger.Error("encode response", zap.Error(err))
 		status = http.StatusInternalServerError
-		buf, _ = json.Marshal(errorBody{Message: errInternal.Message, Error: errInternal.Name})
+		buf, _ = json.Marshal(errInternal.Body())
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)

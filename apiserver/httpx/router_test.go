@@ -22,7 +22,8 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 )
 
-// fakeVerifier knows two keys: a project key and an organization key.
+// fakeVerifier knows three keys: a project key, an organization key, and a
+// project key that names no project (which no key may be).
 type fakeVerifier struct {
 	down bool
 }
@@ -36,6 +37,8 @@ func (f fakeVerifier) Verify(_ context.Context, public, secret string) (apikey.P
 		return apikey.Principal{PublicKey: public, ProjectID: "p1", OrganizationID: "o1", Scope: apikey.ScopeProject}, nil
 	case public == "pk-org" && secret == "sk-org":
 		return apikey.Principal{PublicKey: public, OrganizationID: "o1", Scope: apikey.ScopeOrganization}, nil
+	case public == "pk-noproject" && secret == "sk-noproject":
+		return apikey.Principal{PublicKey: public, OrganizationID: "o1", Scope: apikey.ScopeProject}, nil
 	}
 	return apikey.Principal{}, apikey.ErrInvalidCredentials
 }
@@ -46,6 +49,8 @@ func (f fakeVerifier) VerifyPublicKey(ctx context.Context, public string) (apike
 		return f.Verify(ctx, public, "sk-project")
 	case "pk-org":
 		return f.Verify(ctx, public, "sk-org")
+	case "pk-noproject":
+		return f.Verify(ctx, public, "sk-noproject")
 	}
 	return f.Verify(ctx, public, "")
 }
@@ -172,7 +177,7 @@ func TestRouterAuth(t *testing.T) {
 		status             int
 		message            string
 	}{
-		{"no header", "/api/public/things/t1", "", 401, "No authorization header. Confirm that you've configured the correct host."},
+		{"no header", "/api/public/things/t1", "", 401, "No authorization header"},
 		{"other scheme", "/api/public/things/t1", "Token pk-project", 401, "Invalid authorization header, expected Basic base64(publicKey:secretKey). Confirm that you've configured the correct host."},
 		{"public key alone on a project route", "/api/public/things/t1", "Bearer pk-project", 403, "Access denied - insufficient permissions for this endpoint"},
 		{"public key alone on an org route", "/api/public/org", "Bearer pk-org", 403, "Access denied - insufficient permissions for this endpoint"},
@@ -187,11 +192,7 @@ func TestRouterAuth(t *testing.T) {
 			code, body, _ := do(t, h, http.MethodGet, tt.target, tt.auth, "")
 			assert.Equal(t, tt.status, code)
 			assert.Equal(t, tt.message, body["message"])
-			if tt.status == 401 {
-				assert.NotContains(t, body, "error", "401 bodies carry only a message, as Langfuse's do")
-			} else {
-				assert.Equal(t, "ForbiddenError", body["error"])
-			}
+			assert.NotContains(t, body, "error", "the auth step's refusals carry only a message, as Langfuse's do")
 		})
 	}
 
@@ -222,7 +223,14 @@ func TestRouterScoresScope(t *testing.T) {
 
 	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", "Bearer pk-org", "")
 	assert.Equal(t, http.StatusForbidden, code, "an organization key has no project to score")
-	assert.Equal(t, "ForbiddenError", body["error"])
+	assert.Equal(t, "Access denied - this endpoint requires a project API key, not an organization key", body["message"])
+
+	// A project key naming no project is not valid, whichever way it is sent.
+	for _, auth := range []string{"Bearer pk-noproject", basic("pk-noproject", "sk-noproject")} {
+		code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", auth, "")
+		assert.Equal(t, http.StatusUnauthorized, code, auth)
+		assert.Equal(t, "Invalid credentials. Confirm that you've configured the correct host.", body["message"], auth)
+	}
 
 	code, body, _ = do(t, h, http.MethodPost, "/api/public/scores", basic("pk-org", "sk-org"), "")
 	assert.Equal(t, http.StatusForbidden, code)
@@ -486,4 +494,21 @@ func TestAdminKey(t *testing.T) {
 		code, body, _ = do(t, h, http.MethodGet, path, "Bearer "+key, "")
 		assert.Equal(t, http.StatusUnauthorized, code, "%s: %v", path, body)
 	}
+}
+
+// NotFoundAs words the 404 of either store and leaves every other error to
+// ClientError.
+func TestNotFoundAs(t *testing.T) {
+	for _, notFound := range []error{chstore.ErrNotFound, fmt.Errorf("get dataset: %w", controlplane.ErrNotFound)} {
+		apiErr, ok := ClientError(NotFoundAs(notFound, "Dataset %s not found", "d1"))
+		require.True(t, ok)
+		assert.Equal(t, http.StatusNotFound, apiErr.Status)
+		assert.Equal(t, "Dataset d1 not found", apiErr.Message)
+		assert.ErrorIs(t, apiErr, notFound, "the cause stays reachable")
+	}
+	conflict := fmt.Errorf("%w: a dataset named d1 exists", controlplane.ErrConflict)
+	assert.Same(t, conflict, NotFoundAs(conflict, "Dataset not found"))
+	apiErr, ok := ClientError(NotFoundAs(conflict, "Dataset not found"))
+	require.True(t, ok)
+	assert.Equal(t, http.StatusConflict, apiErr.Status)
 }

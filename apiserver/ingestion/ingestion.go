@@ -134,14 +134,23 @@ func (r *results) fail(id string, status int, message, detail string) {
 	r.resp.Errors = append(r.resp.Errors, Failure{ID: id, Status: status, Message: message, Error: detail})
 }
 
-// storeFailed reports an event the store did not take: 503 while ClickHouse
-// is unavailable (the client should send it again), else 500.
+// storeFailed reports an event that was not taken with the status the API
+// answers its error with (httpx.ClientError): 400 for input a store calls
+// invalid, 503 while ClickHouse is unavailable (the client should send it
+// again), 404 and the others as named; anything unexpected is a 500 whose
+// detail says what failed.
 func (r *results) storeFailed(id string, err error, detail string) {
-	if errors.Is(err, chstore.ErrUnavailable) {
+	apiErr, ok := httpx.ClientError(err)
+	switch {
+	case !ok:
+		r.fail(id, http.StatusInternalServerError, "Internal Server Error", detail)
+	case errors.Is(err, chstore.ErrUnavailable):
 		r.fail(id, http.StatusServiceUnavailable, "Service Unavailable", "ClickHouse is unavailable; send the event again")
-		return
+	case apiErr.Status == http.StatusBadRequest:
+		r.invalid(id, apiErr.Message)
+	default:
+		r.fail(id, apiErr.Status, apiErr.Message, apiErr.Name)
 	}
-	r.fail(id, http.StatusInternalServerError, "Internal Server Error", detail)
 }
 
 func (r *results) invalid(id, detail string) {
@@ -268,18 +277,11 @@ func (h handler) ingestScores(ctx context.Context, project string, publicKeyOnly
 	}
 }
 
-// failBuild reports a validation error with its status (400, 404), anything
-// else as a 500.
+// failBuild reports an event that could not be built with its status (400,
+// 404), anything unexpected, logged, as a 500.
 func (h handler) failBuild(id string, err error, res *results) {
-	var apiErr *httpx.Error
-	if errors.As(err, &apiErr) {
-		if apiErr.Status == http.StatusBadRequest {
-			res.invalid(id, apiErr.Message)
-			return
-		}
-		res.fail(id, apiErr.Status, apiErr.Message, apiErr.Name)
-		return
+	if _, ok := httpx.ClientError(err); !ok {
+		h.logger.Error("ingest event", zap.String("event", id), zap.Error(err))
 	}
-	h.logger.Error("ingest event", zap.String("event", id), zap.Error(err))
-	res.fail(id, http.StatusInternalServerError, "Internal Server Error", "")
+	res.storeFailed(id, err, "")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -240,11 +239,7 @@ func decodeCursor(raw string) (*chstore.ObservationCursor, error) {
 }
 
 // StoreError names the addressed object in a 404, as Langfuse words it;
-// the router maps the store's other verdicts.
+// httpx maps the stores' verdicts, this one included.
 func StoreError(err error, what string) error {
-	switch {
-	case errors.Is(err, chstore.ErrNotFound):
-		return httpx.NotFound("%s not found within authorized project", what)
-	}
-	return err
+	return httpx.NotFoundAs(err, "%s not found within authorized project", what)
 }

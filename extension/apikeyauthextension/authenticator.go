@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/refresh"
 )
@@ -36,14 +37,6 @@ const (
 	reasonScope       = "scope"
 	reasonUnavailable = "unavailable"
 )
-
-// ErrOrganizationKey refuses organization-scoped keys, which may manage
-// projects but not write a project's data.
-var ErrOrganizationKey = errors.New("organization keys cannot ingest data; use a project key")
-
-// ErrUnavailable is what Authenticate answers when the key store cannot be
-// reached, instead of the store's own error.
-var ErrUnavailable = errors.New("API key verification is unavailable")
 
 var (
 	_ extension.Extension             = (*authenticator)(nil)
@@ -155,31 +148,34 @@ func (a *authenticator) Dependencies() []component.ID {
 }
 
 // Authenticate implements extensionauth.Server for stock receivers: it
-// accepts project keys only and exposes the key in client.Info.Auth.
+// accepts project keys only (apikey.RequireProject) and exposes the key in
+// client.Info.Auth. A refusal is an *apierr.Error: its text, which the
+// client sees, is the ingest receiver's and the API's for the same case,
+// and the key store's own error stays inside.
 func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]string) (context.Context, error) {
 	publicKey, secretKey, err := apikey.ParseBasic(authorizationHeader(headers))
 	if err != nil {
 		reason := reasonInvalid
-		if errors.Is(err, apikey.ErrMissingCredentials) {
+		switch {
+		case errors.Is(err, apikey.ErrMissingCredentials):
 			reason = reasonMissing
+		case errors.Is(err, apikey.ErrSecretRequired):
+			reason = reasonScope
 		}
 		a.recordFailure(ctx, reason)
-		return ctx, err
+		return ctx, apierr.Auth(err)
 	}
 	p, err := a.Verify(ctx, publicKey, secretKey)
-	if errors.Is(err, apikey.ErrInvalidCredentials) {
-		return ctx, apikey.ErrInvalidCredentials
-	}
 	if err != nil {
-		// The client sees this text; the store's own error stays inside.
-		return ctx, ErrUnavailable
+		return ctx, apierr.Auth(err)
 	}
-	switch err := apikey.RequireProject(p); {
-	case errors.Is(err, apikey.ErrNotProjectKey):
-		a.recordFailure(ctx, reasonScope)
-		return ctx, ErrOrganizationKey
-	case err != nil:
-		return ctx, err
+	if err := apikey.RequireProject(p); err != nil {
+		reason := reasonInvalid
+		if errors.Is(err, apikey.ErrNotProjectKey) {
+			reason = reasonScope
+		}
+		a.recordFailure(ctx, reason)
+		return ctx, apierr.Auth(err)
 	}
 	info := client.FromContext(ctx)
 	info.Auth = authData{p}
@@ -249,8 +245,11 @@ func (a *authenticator) verify(ctx context.Context, kr *keyring, publicKey, secr
 		}
 		return apikey.Principal{}, fmt.Errorf("key store %q: %w", a.cfg.Verifier, err)
 	}
-	if p.Scope == apikey.ScopeProject && p.ProjectID == "" {
-		return apikey.Principal{}, fmt.Errorf("key store %q returned a project key without a project: %w", a.cfg.Verifier, apikey.ErrInvalidCredentials)
+	// A key that apikey.RequireProject calls invalid (a project key naming
+	// no project) is refused, and cached so, here already; organization
+	// keys verify, and are refused where a project's data is reached.
+	if err := apikey.RequireProject(p); errors.Is(err, apikey.ErrInvalidCredentials) {
+		return apikey.Principal{}, fmt.Errorf("key store %q: %w", a.cfg.Verifier, err)
 	}
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
@@ -211,18 +212,30 @@ func TestAuthenticate(t *testing.T) {
 		assert.ElementsMatch(t, []string{"project_id", "public_key", "organization_id", "scope"}, auth.GetAttributeNames())
 	}
 
+	// Refusals read as the ingest receiver's and the API's (internal/apierr).
 	_, err := a.Authenticate(context.Background(), map[string][]string{})
 	require.ErrorIs(t, err, apikey.ErrMissingCredentials)
+	assert.EqualError(t, err, apierr.MsgMissingAuth)
 	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {"Bearer pk-hashed"}})
-	require.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+	require.ErrorIs(t, err, apikey.ErrSecretRequired)
+	assert.EqualError(t, err, apierr.MsgScopeDenied)
 	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-hashed", "nope")}})
 	require.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+	assert.EqualError(t, err, apierr.MsgInvalidCredentials)
 	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-org", "sk-org")}})
-	require.ErrorIs(t, err, ErrOrganizationKey)
+	require.ErrorIs(t, err, apikey.ErrNotProjectKey)
+	assert.EqualError(t, err, apierr.MsgNotProjectKey)
+
+	// A project key that names no project is not valid: RequireProject
+	// decides it, as everywhere else.
+	store.set("pk-none:sk-none", &apikey.Principal{PublicKey: "pk-none", OrganizationID: "org-1", Scope: apikey.ScopeProject}, nil)
+	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-none", "sk-none")}})
+	require.ErrorIs(t, err, apikey.ErrInvalidCredentials)
+	assert.EqualError(t, err, apierr.MsgInvalidCredentials)
 
 	store.set("", nil, errors.New("connection refused to db.internal:5432"))
 	_, err = a.Authenticate(context.Background(), map[string][]string{"Authorization": {basic("pk-db", "sk-db")}})
-	require.Equal(t, ErrUnavailable, err, "store details are not sent to clients")
+	require.EqualError(t, err, apierr.MsgUnavailable, "store details are not sent to clients")
 }
 
 func TestStoreBackedVerification(t *testing.T) {
@@ -381,5 +394,5 @@ func TestFailureMetric(t *testing.T) {
 		reason, _ := dp.Attributes.Value(attribute.Key("reason"))
 		got[reason.AsString()] = dp.Value
 	}
-	assert.Equal(t, map[string]int64{"missing": 1, "invalid": 3, "scope": 1, "unavailable": 1}, got)
+	assert.Equal(t, map[string]int64{"missing": 1, "invalid": 2, "scope": 2, "unavailable": 1}, got, "a public key alone is refused for its scope")
 }

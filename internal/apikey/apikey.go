@@ -45,6 +45,12 @@ var (
 	ErrMissingCredentials = errors.New("no authorization header")
 	// ErrInvalidCredentials means the pair is unknown, revoked or wrong.
 	ErrInvalidCredentials = errors.New("invalid credentials")
+	// ErrMalformedHeader means the Authorization header is not
+	// `Basic base64(publicKey:secretKey)`; it is ErrInvalidCredentials too.
+	ErrMalformedHeader = fmt.Errorf("%w: expected Basic base64(publicKey:secretKey)", ErrInvalidCredentials)
+	// ErrSecretRequired means a public key alone (Bearer) was sent where a
+	// key pair is needed: 403, whatever the key.
+	ErrSecretRequired = errors.New("this endpoint requires a key pair, not a public key alone")
 	// ErrNotProjectKey means a valid key of another scope (an organization
 	// key) was used where a project's data is read or written: 403.
 	ErrNotProjectKey = errors.New("this endpoint requires a project API key, not an organization key")
@@ -54,7 +60,7 @@ var (
 // project's data: it is a project key (ErrNotProjectKey otherwise) and
 // names its project (a key that names none is not valid:
 // ErrInvalidCredentials). Ingestion, the authenticator and the API all ask
-// it.
+// it, and answer its errors as internal/apierr.Auth says.
 func RequireProject(p Principal) error {
 	switch {
 	case p.Scope != ScopeProject:
@@ -168,22 +174,27 @@ func (h Hasher) Matches(secret, stored string) bool {
 }
 
 // ParseBasic extracts the key pair from an `Authorization: Basic base64(pk:sk)`
-// header value. Both parts must be non-empty.
+// header value. Both parts must be non-empty. No header is
+// ErrMissingCredentials, a public key alone (`Bearer pk`) ErrSecretRequired,
+// anything else ErrMalformedHeader.
 func ParseBasic(header string) (publicKey, secretKey string, err error) {
 	if header == "" {
 		return "", "", ErrMissingCredentials
 	}
 	scheme, encoded, ok := strings.Cut(header, " ")
+	if ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(encoded) != "" {
+		return "", "", ErrSecretRequired
+	}
 	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return "", "", ErrInvalidCredentials
+		return "", "", ErrMalformedHeader
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
 	if err != nil {
-		return "", "", ErrInvalidCredentials
+		return "", "", ErrMalformedHeader
 	}
 	publicKey, secretKey, ok = strings.Cut(string(raw), ":")
 	if !ok || publicKey == "" || secretKey == "" {
-		return "", "", ErrInvalidCredentials
+		return "", "", ErrMalformedHeader
 	}
 	return publicKey, secretKey, nil
 }

@@ -17,10 +17,14 @@ func TestParseBasic(t *testing.T) {
 
 	_, _, err = ParseBasic("")
 	assert.ErrorIs(t, err, ErrMissingCredentials)
-	for _, bad := range []string{"Bearer x", enc("nocolon"), enc(":sk"), enc("pk:"), "Basic !!!"} {
+	for _, bad := range []string{"Bearer ", "Token x", enc("nocolon"), enc(":sk"), enc("pk:"), "Basic !!!"} {
 		_, _, err = ParseBasic(bad)
+		assert.ErrorIs(t, err, ErrMalformedHeader, bad)
 		assert.ErrorIs(t, err, ErrInvalidCredentials, bad)
 	}
+	_, _, err = ParseBasic("Bearer pk-lf-1")
+	assert.ErrorIs(t, err, ErrSecretRequired, "a public key alone is not a bad pair but too little")
+	assert.NotErrorIs(t, err, ErrInvalidCredentials)
 }
 
 func TestSecretMatches(t *testing.T) {

@@ -9,25 +9,13 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 )
 
 // retryAfterSeconds is what a client is asked to wait when the pipeline
 // refuses data for now; memory_limiter recovers within its check interval.
 const retryAfterSeconds = 1
-
-// Langfuse-compatible error names for the "error" field of a JSON error body.
-const (
-	nameInvalidRequest       = "InvalidRequestError"
-	nameUnauthorized         = "UnauthorizedError"
-	nameForbidden            = "ForbiddenError"
-	nameNotFound             = "NotFoundError"
-	nameMethodNotAllowed     = "MethodNotAllowedError"
-	namePayloadTooLarge      = "PayloadTooLargeError"
-	nameUnsupportedMediaType = "UnsupportedMediaTypeError"
-	nameTooManyRequests      = "TooManyRequestsError"
-	nameServiceUnavailable   = "ServiceUnavailableError"
-	nameInternal             = "InternalServerError"
-)
 
 // requestError is a refusal with the HTTP status it is answered with; the
 // gRPC path maps the same status to a gRPC code.
@@ -42,44 +30,23 @@ func newRequestError(status int, message string) *requestError {
 	return &requestError{status: status, message: message}
 }
 
-func errorName(statusCode int) string {
-	switch statusCode {
-	case http.StatusBadRequest:
-		return nameInvalidRequest
-	case http.StatusUnauthorized:
-		return nameUnauthorized
-	case http.StatusForbidden:
-		return nameForbidden
-	case http.StatusNotFound:
-		return nameNotFound
-	case http.StatusMethodNotAllowed:
-		return nameMethodNotAllowed
-	case http.StatusRequestEntityTooLarge:
-		return namePayloadTooLarge
-	case http.StatusUnsupportedMediaType:
-		return nameUnsupportedMediaType
-	case http.StatusTooManyRequests:
-		return nameTooManyRequests
-	case http.StatusServiceUnavailable:
-		return nameServiceUnavailable
-	}
-	return nameInternal
-}
-
 // retryable statuses tell the client to come back; they carry Retry-After.
 func retryable(statusCode int) bool {
 	return statusCode == http.StatusTooManyRequests || statusCode == http.StatusServiceUnavailable
 }
 
+// writeJSONError answers with the error name of the status
+// (internal/apierr, the API server's vocabulary).
 func writeJSONError(w http.ResponseWriter, statusCode int, message string) {
-	body, _ := json.Marshal(struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}{message, errorName(statusCode)})
-	if retryable(statusCode) {
+	writeAPIError(w, apierr.New(statusCode, message))
+}
+
+func writeAPIError(w http.ResponseWriter, e *apierr.Error) {
+	body, _ := json.Marshal(e.Body())
+	if retryable(e.Status) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}
-	writeBody(w, statusCode, contentTypeJSON, body)
+	writeBody(w, e.Status, contentTypeJSON, body)
 }
 
 func writeBody(w http.ResponseWriter, statusCode int, contentType string, body []byte) {
@@ -139,6 +106,10 @@ func grpcError(err error) error {
 	var re *requestError
 	if errors.As(err, &re) {
 		return status.Error(grpcCodeFromHTTP(re.status), re.message)
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return status.Error(grpcCodeFromHTTP(ae.Status), ae.Message)
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 )
 
@@ -31,12 +32,6 @@ const (
 	// maxIngestionVersion is the highest x-langfuse-ingestion-version served.
 	maxIngestionVersion = 4
 
-	msgMissingAuth  = "No authorization header"
-	msgInvalidAuth  = "Invalid credentials. Confirm that you've configured the correct host."
-	msgOrgKey       = "Access denied - organization keys cannot ingest data; use a project API key"
-	msgUnavailable  = "Service Unavailable"
-	msgNotFound     = "Not found"
-	msgMethod       = "Method not allowed"
 	msgUnsupportedT = "Invalid content type: use application/x-protobuf or application/json"
 )
 
@@ -56,7 +51,7 @@ func (r *ingestReceiver) newHandler(fallback http.Handler) http.Handler {
 	if fallback == nil {
 		mux.HandleFunc(HealthPath, r.handleHealth)
 		fallback = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			writeJSONError(w, http.StatusNotFound, msgNotFound)
+			writeJSONError(w, http.StatusNotFound, apierr.MsgRouteNotFound)
 		})
 	}
 	mux.Handle("/", fallback)
@@ -70,7 +65,7 @@ func allowMethods(w http.ResponseWriter, req *http.Request, methods ...string) b
 		}
 	}
 	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeJSONError(w, http.StatusMethodNotAllowed, msgMethod)
+	writeJSONError(w, http.StatusMethodNotAllowed, apierr.MsgMethodNotAllowed)
 	return false
 }
 
@@ -144,27 +139,19 @@ func (r *ingestReceiver) handleTraces(w http.ResponseWriter, req *http.Request) 
 }
 
 // authenticate verifies the Authorization header value with the configured
-// verifier and returns a project key's principal.
+// verifier and returns a project key's principal; a refusal is an
+// *apierr.Error, worded as the API server words it.
 func (r *ingestReceiver) authenticate(ctx context.Context, header string) (apikey.Principal, error) {
 	publicKey, secretKey, err := apikey.ParseBasic(header)
-	if errors.Is(err, apikey.ErrMissingCredentials) {
-		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgMissingAuth)
-	}
 	if err != nil {
-		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgInvalidAuth)
+		return apikey.Principal{}, apierr.Auth(err)
 	}
 	p, err := r.verifier.Verify(ctx, publicKey, secretKey)
-	switch {
-	case errors.Is(err, apikey.ErrInvalidCredentials):
-		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgInvalidAuth)
-	case err != nil:
-		return apikey.Principal{}, newRequestError(http.StatusServiceUnavailable, msgUnavailable)
+	if err == nil {
+		err = apikey.RequireProject(p)
 	}
-	switch err := apikey.RequireProject(p); {
-	case errors.Is(err, apikey.ErrNotProjectKey):
-		return apikey.Principal{}, newRequestError(http.StatusForbidden, msgOrgKey)
-	case err != nil:
-		return apikey.Principal{}, newRequestError(http.StatusUnauthorized, msgInvalidAuth)
+	if err != nil {
+		return apikey.Principal{}, apierr.Auth(err)
 	}
 	return p, nil
 }
@@ -240,6 +227,11 @@ func writeRequestError(w http.ResponseWriter, err error) {
 	var re *requestError
 	if errors.As(err, &re) {
 		writeJSONError(w, re.status, re.message)
+		return
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		writeAPIError(w, ae)
 		return
 	}
 	writeJSONError(w, http.StatusInternalServerError, err.Error())

@@ -127,20 +127,24 @@ func TestAuthentication(t *testing.T) {
 	sink := new(consumertest.TracesSink)
 	s := startReceiver(t, testConfig(), sink, nil, nil)
 	payload := jsonBody(t, newTraces(2))
-	invalid := errorBody{"Invalid credentials. Confirm that you've configured the correct host.", "UnauthorizedError"}
+	// The auth step's refusals carry a message alone, as Langfuse's do, and
+	// are worded as the API server's (internal/apierr).
+	invalid := errorBody{"Invalid credentials. Confirm that you've configured the correct host.", ""}
+	malformed := errorBody{"Invalid authorization header, expected Basic base64(publicKey:secretKey). Confirm that you've configured the correct host.", ""}
 	tests := []struct {
 		name   string
 		auth   string
 		status int
 		want   errorBody
 	}{
-		{name: "missing", auth: "", status: 401, want: errorBody{"No authorization header", "UnauthorizedError"}},
+		{name: "missing", auth: "", status: 401, want: errorBody{"No authorization header", ""}},
 		{name: "wrong secret", auth: basic("pk-lf-1", "sk-lf-2"), status: 401, want: invalid},
 		{name: "unknown key", auth: basic("pk-lf-9", "sk-lf-1"), status: 401, want: invalid},
-		{name: "bearer", auth: "Bearer pk-lf-1", status: 401, want: invalid},
-		{name: "not base64", auth: "Basic !!!", status: 401, want: invalid},
+		{name: "public key alone", auth: "Bearer pk-lf-1", status: 403,
+			want: errorBody{"Access denied - insufficient permissions for this endpoint", ""}},
+		{name: "not base64", auth: "Basic !!!", status: 401, want: malformed},
 		{name: "organization key", auth: basic("pk-lf-org", "sk-lf-org"), status: 403,
-			want: errorBody{"Access denied - organization keys cannot ingest data; use a project API key", "ForbiddenError"}},
+			want: errorBody{"Access denied - this endpoint requires a project API key, not an organization key", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +163,7 @@ func TestAuthentication(t *testing.T) {
 		resp, body := post(t, s.url+TracesPath, payload, map[string]string{"Content-Type": ctJSON})
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-		assert.Equal(t, errorBody{"Service Unavailable", "ServiceUnavailableError"}, readError(t, resp, body))
+		assert.Equal(t, errorBody{"Service Unavailable", ""}, readError(t, resp, body))
 	})
 }
 
@@ -578,7 +582,7 @@ func TestFallback(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, s.url+"/api/public/projects", http.NoBody)
 		resp, body := do(t, req)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-		assert.Equal(t, errorBody{"Not found", "NotFoundError"}, readError(t, resp, body))
+		assert.Equal(t, errorBody{"Route not found", "LangfuseNotFoundError"}, readError(t, resp, body))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/internal/access"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -163,30 +164,41 @@ func BadRequest(format string, args ...any) error {
 	return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
+// verdict is what the person is told of a handler's error. The stores'
+// verdicts get the API's status (httpx.ClientError, the one mapping: not
+// found 404, invalid 400, conflict 409, ClickHouse down 503), in the UI's
+// words where it has its own; ok is false when the client went away.
+func (r *Request) verdict(err error) (e *Error, ok bool) {
+	if errors.As(err, &e) {
+		return e, true
+	}
+	if errors.Is(err, access.ErrDenied) {
+		return &Error{Status: http.StatusForbidden, Message: err.Error()}, true
+	}
+	v, known := httpx.ClientError(err)
+	switch {
+	case !known && r.Context().Err() != nil:
+		return nil, false
+	case !known:
+		r.app.logger.Error("UI request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		return errInternal, true
+	case errors.Is(err, chstore.ErrUnavailable):
+		r.app.logger.Warn("ClickHouse is unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		return errClickHouse, true
+	case v.Status == http.StatusNotFound:
+		return ErrNotFound, true
+	}
+	// The store's message names the field, filter or name to change.
+	return &Error{Status: v.Status, Message: v.Message}, true
+}
+
 // fail answers a request whose handler or check failed: a sign-in redirect
 // for anonymous page views, else an error page (or fragment) with the
 // status.
 func (r *Request) fail(err error) {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
-	case errors.Is(err, controlplane.ErrNotFound):
-		e = ErrNotFound
-	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, controlplane.ErrConflict):
-		e = &Error{Status: http.StatusBadRequest, Message: err.Error()}
-	case errors.Is(err, access.ErrDenied):
-		e = &Error{Status: http.StatusForbidden, Message: err.Error()}
-	case errors.Is(err, chstore.ErrInvalid):
-		// The engine's message names the field or filter to change.
-		e = &Error{Status: http.StatusBadRequest, Message: err.Error()}
-	case errors.Is(err, chstore.ErrUnavailable):
-		r.app.logger.Warn("ClickHouse is unavailable", zap.String("path", r.URL.Path), zap.Error(err))
-		e = errClickHouse
-	case r.Context().Err() != nil:
+	e, ok := r.verdict(err)
+	if !ok {
 		return
-	default:
-		r.app.logger.Error("UI request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		e = errInternal
 	}
 	if e == errSignInNeeded {
 		next := r.app.cfg.BasePath + r.URL.RequestURI()
