@@ -151,9 +151,9 @@ func TestQueuesCreateAssignAndRoles(t *testing.T) {
 	res := owner.Post(list, url.Values{"name": {"Second"}, "config": {f.rating.ID}})
 	require.Equal(t, http.StatusSeeOther, res.Status, res.Body)
 	res = owner.Post(list, url.Values{"name": {"Second"}, "config": {f.rating.ID}})
-	assert.Equal(t, http.StatusBadRequest, res.Status, "names are unique")
+	assert.Equal(t, http.StatusConflict, res.Status, "names are unique; a refusal takes the API's status")
 	res = owner.Post(list, url.Values{"name": {"Third"}, "config": {"no-such-config"}})
-	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Equal(t, http.StatusNotFound, res.Status)
 
 	owner.Get(f.queuePath)
 	require.Equal(t, http.StatusSeeOther, owner.Post(f.queuePath+"/assignees", url.Values{"user": {member.ID}}).Status)

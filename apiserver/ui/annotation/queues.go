@@ -150,13 +150,13 @@ func (h *handlers) create(r *web.Request) error {
 		ConfigIDs: r.PostForm["config"]}
 	q, err := h.store.CreateAnnotationQueue(r.Context(), r.Project.ID, controlplane.NewAnnotationQueue{Name: f.Name,
 		Description: f.Description, ScoreConfigIDs: f.ConfigIDs})
-	if msg, ok := web.StoreRefusal(err); ok {
+	if refusal := web.StoreRefusal(err); refusal != nil {
 		d, lerr := h.listData(r)
 		if lerr != nil {
 			return lerr
 		}
-		d.Form, d.Error = f, msg
-		return r.RenderStatus(http.StatusBadRequest, h.t, "queues", d)
+		d.Form, d.Error = f, refusal.Message
+		return r.RenderStatus(refusal.Status, h.t, "queues", d)
 	}
 	if err != nil {
 		return err

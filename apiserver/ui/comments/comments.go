@@ -103,8 +103,8 @@ func back(r *web.Request) string {
 func (h handlers) create(r *web.Request) error {
 	_, err := h.store.CreateComment(r.Context(), r.Project.ID, controlplane.NewComment{ObjectType: r.PostFormValue("object_type"),
 		ObjectID: r.PostFormValue("object_id"), Content: r.PostFormValue("content"), AuthorUserID: r.User.ID})
-	if msg, ok := web.StoreRefusal(err); ok {
-		return web.BadRequest("%s", msg)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		return refusal
 	}
 	if err != nil {
 		return err

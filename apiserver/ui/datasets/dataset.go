@@ -168,22 +168,19 @@ func (h *handlers) createItem(r *web.Request) error {
 // refused renders page again with the form as typed and why it was
 // refused; errors of other kinds go to the error page.
 func (h *handlers) refused(r *web.Request, err error, f itemForm, page string, data any, form *itemForm, msg *string) error {
-	var we *web.Error
-	switch m, ok := web.StoreRefusal(err); {
-	case errors.As(err, &we):
-		*msg = we.Message
-	case ok:
-		*msg = m
-		if strings.Contains(m, "expected output") || strings.Contains(m, "expectedOutput") {
+	var refusal *web.Error
+	if !errors.As(err, &refusal) {
+		if refusal = web.StoreRefusal(err); refusal == nil {
+			return err
+		}
+		if m := refusal.Message; strings.Contains(m, "expected output") || strings.Contains(m, "expectedOutput") {
 			f.Field = "expected_output"
 		} else if strings.Contains(m, "input") {
 			f.Field = "input"
 		}
-	default:
-		return err
 	}
-	*form = f
-	return r.RenderStatus(http.StatusBadRequest, h.t, page, data)
+	*msg, *form = refusal.Message, f
+	return r.RenderStatus(refusal.Status, h.t, page, data)
 }
 
 type itemData struct {

@@ -153,13 +153,13 @@ func (h *handlers) create(r *web.Request) error {
 	if f.ExpectedOutputSchema != "" {
 		u.ExpectedOutputSchema = json.RawMessage(f.ExpectedOutputSchema)
 	}
-	var msg string
+	var refusal *web.Error
 	_, err := h.store.GetDataset(r.Context(), r.Project.ID, f.Name)
 	switch {
 	case f.Name == "":
-		msg = "A dataset needs a name."
+		refusal = &web.Error{Status: http.StatusBadRequest, Message: "A dataset needs a name."}
 	case err == nil:
-		msg = "A dataset named " + f.Name + " exists already."
+		refusal = &web.Error{Status: http.StatusConflict, Message: "A dataset named " + f.Name + " exists already."}
 	case !errors.Is(err, controlplane.ErrNotFound):
 		return err
 	default:
@@ -167,8 +167,7 @@ func (h *handlers) create(r *web.Request) error {
 		if err == nil {
 			return r.Redirect(r.Path("project", r.Project.ID, "datasets", ds.ID))
 		}
-		var ok bool
-		if msg, ok = web.StoreRefusal(err); !ok {
+		if refusal = web.StoreRefusal(err); refusal == nil {
 			return err
 		}
 	}
@@ -176,6 +175,6 @@ func (h *handlers) create(r *web.Request) error {
 	if lerr != nil {
 		return lerr
 	}
-	d.Form, d.Error = f, msg
-	return r.RenderStatus(http.StatusBadRequest, h.t, "datasets", d)
+	d.Form, d.Error = f, refusal.Message
+	return r.RenderStatus(refusal.Status, h.t, "datasets", d)
 }

@@ -31,7 +31,7 @@ func TestDatasetsAndItems(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.Status, res.Body)
 	page := res.Header.Get("Location")
 	res = c.Post(list, url.Values{"name": {"support/hard <cases>"}})
-	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Equal(t, http.StatusConflict, res.Status)
 	assert.Contains(t, res.Body, "exists already")
 	res = c.Post(list, url.Values{"name": {"bad schema"}, "input_schema": {`{"type": 12}`}})
 	assert.Equal(t, http.StatusBadRequest, res.Status, "a schema that is no schema")

@@ -109,9 +109,9 @@ func (h *handlers) startExperiment(r *web.Request) error {
 	x, err := h.store.CreateExperiment(r.Context(), r.Project.ID, controlplane.NewExperiment{DatasetName: d.Dataset.Name,
 		RunName: f.RunName, Description: f.Description, PromptName: name, PromptVersion: v, ConnectionID: f.Connection,
 		Model: f.Model, EvaluatorIDs: f.Evaluators})
-	if msg, ok := web.StoreRefusal(err); ok {
-		d.Error = msg
-		return r.RenderStatus(http.StatusBadRequest, h.t, "experiment_new", d)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		d.Error = refusal.Message
+		return r.RenderStatus(refusal.Status, h.t, "experiment_new", d)
 	}
 	if err != nil {
 		return err

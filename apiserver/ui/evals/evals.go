@@ -161,8 +161,8 @@ func (h *handlers) listData(r *web.Request) (*listData, error) {
 	case "jobs":
 		d.JobStatus = q.Get("status")
 		if d.Jobs, _, err = h.store.ListEvalJobs(r.Context(), r.Project.ID, evalqueue.Filter{Status: d.JobStatus, Limit: maxListed}); err != nil {
-			if msg, ok := web.StoreRefusal(err); ok {
-				return nil, web.BadRequest("%s", msg)
+			if refusal := web.StoreRefusal(err); refusal != nil {
+				return nil, refusal
 			}
 			return nil, err
 		}
@@ -179,8 +179,8 @@ func (h *handlers) back(r *web.Request, tab string) error {
 
 func (h *handlers) deleteEvaluator(r *web.Request) error {
 	err := h.store.DeleteEvaluator(r.Context(), r.Project.ID, r.PathValue("evaluatorId"))
-	if msg, ok := web.StoreRefusal(err); ok {
-		return web.BadRequest("%s", msg)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		return refusal
 	}
 	if err != nil {
 		return err
@@ -219,42 +219,40 @@ func (h *handlers) createRule(r *web.Request) error {
 		filter = append(filter, cond)
 	}
 	n := controlplane.NewEvalRule{Name: f.Name, EvaluatorID: f.Evaluator, ConnectionID: f.Connection, Target: f.Target, Filter: filter}
-	var err error
+	var refusal *web.Error
 	rate, perr := strconv.ParseFloat(f.Sampling, 64)
 	delay, derr := strconv.ParseFloat(f.Delay, 64)
 	switch {
 	case perr != nil || rate <= 0 || rate > 100:
-		err = errors.New("sampling must be a percentage above 0 and at most 100")
+		refusal = &web.Error{Status: http.StatusBadRequest, Message: "sampling must be a percentage above 0 and at most 100"}
 	case derr != nil || delay < 0:
-		err = errors.New("the delay must be a number of seconds")
+		refusal = &web.Error{Status: http.StatusBadRequest, Message: "the delay must be a number of seconds"}
 	default:
 		rate /= 100
 		d := time.Duration(delay * float64(time.Second))
 		n.SamplingRate, n.Delay = &rate, &d
-		_, err = h.store.CreateEvalRule(r.Context(), r.Project.ID, n)
-		if err == nil {
+		_, err := h.store.CreateEvalRule(r.Context(), r.Project.ID, n)
+		switch {
+		case err == nil:
 			return h.back(r, "rules")
+		case errors.Is(err, evaljobs.ErrInvalidFilter):
+			refusal = &web.Error{Status: http.StatusBadRequest, Message: err.Error()}
+		default:
+			if refusal = web.StoreRefusal(err); refusal == nil {
+				return err
+			}
 		}
-		var ok bool
-		var msg string
-		if msg, ok = web.StoreRefusal(err); !ok && !errors.Is(err, evaljobs.ErrInvalidFilter) {
-			return err
-		}
-		if msg == "" {
-			msg = err.Error()
-		}
-		err = errors.New(msg)
 	}
 	d, lerr := h.listData(r)
 	if lerr != nil {
 		return lerr
 	}
-	d.Form, d.Error = f, err.Error()
+	d.Form, d.Error = f, refusal.Message
 	d.ConditionRows = f.Conditions
 	for len(d.ConditionRows) < filterRows {
 		d.ConditionRows = append(d.ConditionRows, condition{})
 	}
-	return r.RenderStatus(http.StatusBadRequest, h.t, "evals", d)
+	return r.RenderStatus(refusal.Status, h.t, "evals", d)
 }
 
 func (h *handlers) setRuleActive(r *web.Request) error {
@@ -277,8 +275,8 @@ func (h *handlers) backfill(r *web.Request) error {
 	}
 	to := h.now()
 	_, err = h.store.EnqueueBackfill(r.Context(), r.Project.ID, r.PathValue("ruleId"), to.Add(-time.Duration(days)*24*time.Hour), to)
-	if msg, ok := web.StoreRefusal(err); ok {
-		return web.BadRequest("%s", msg)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		return refusal
 	}
 	if err != nil {
 		return err
@@ -299,8 +297,8 @@ func (h *handlers) deleteRule(r *web.Request) error {
 
 func (h *handlers) retryJob(r *web.Request) error {
 	_, err := h.store.RetryEvalJob(r.Context(), r.Project.ID, r.PathValue("jobId"))
-	if msg, ok := web.StoreRefusal(err); ok {
-		return web.BadRequest("%s", msg)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		return refusal
 	}
 	if err != nil {
 		return err

@@ -139,8 +139,8 @@ func (h *handlers) saveEvaluator(r *web.Request) error {
 	}
 	if r.PostFormValue("op") == "preview" {
 		e, err := controlplane.CheckEvaluator(r.Project.ID, n)
-		if msg, ok := web.StoreRefusal(err); ok {
-			return h.renderEditor(r, http.StatusBadRequest, f, nil, msg)
+		if refusal := web.StoreRefusal(err); refusal != nil {
+			return h.renderEditor(r, refusal.Status, f, nil, refusal.Message)
 		} else if err != nil {
 			return err
 		}
@@ -161,8 +161,8 @@ func (h *handlers) saveEvaluator(r *web.Request) error {
 		return h.renderEditor(r, http.StatusOK, f, view, "")
 	}
 	_, err := h.store.CreateEvaluator(r.Context(), r.Project.ID, n)
-	if msg, ok := web.StoreRefusal(err); ok {
-		return h.renderEditor(r, http.StatusBadRequest, f, nil, msg)
+	if refusal := web.StoreRefusal(err); refusal != nil {
+		return h.renderEditor(r, refusal.Status, f, nil, refusal.Message)
 	}
 	if err != nil {
 		return err

@@ -148,9 +148,9 @@ func (h *handlers) submit(r *web.Request) error {
 			return web.BadRequest("No such variant.")
 		}
 		p, err := h.save(r, d, d.Variants[i])
-		if msg, ok := web.StoreRefusal(err); ok {
-			d.Error = "Saving failed: " + msg
-			return h.render(r, http.StatusBadRequest, d)
+		if refusal := web.StoreRefusal(err); refusal != nil {
+			d.Error = "Saving failed: " + refusal.Message
+			return h.render(r, refusal.Status, d)
 		}
 		if err != nil {
 			return err

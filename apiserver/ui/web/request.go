@@ -258,18 +258,21 @@ func (r *Request) ClientIP() string {
 	return strings.Trim(host, "[]")
 }
 
-// StoreRefusal is the message a form shows when the control plane refused
-// its input (invalid, conflicting, or naming something that does not
-// exist); ok is false for errors of other kinds, which go to the error page.
-func StoreRefusal(err error) (msg string, ok bool) {
+// StoreRefusal is what a form shows when the control plane refused its
+// input (invalid, conflicting, or naming something that does not exist):
+// the store's message without its verdict's prefix, with the API's status
+// for the verdict (httpx.ClientError). It is nil for errors of other kinds,
+// which go to the error page.
+func StoreRefusal(err error) *Error {
 	for _, kind := range []error{controlplane.ErrInvalid, controlplane.ErrConflict, controlplane.ErrNotFound} {
 		if errors.Is(err, kind) {
+			v, _ := httpx.ClientError(err)
 			msg := err.Error()
 			if i := strings.LastIndex(msg, kind.Error()+": "); i >= 0 {
 				msg = msg[i+len(kind.Error())+2:]
 			}
-			return msg, true
+			return &Error{Status: v.Status, Message: msg}
 		}
 	}
-	return "", false
+	return nil
 }
