@@ -553,16 +553,10 @@ func notFound(err error, message string) error {
 }
 
 func storeError(err error) error {
-	msg := strings.ReplaceAll(err.Error(), controlplane.ErrInvalid.Error()+": ", "")
-	switch {
-	case errors.Is(err, controlplane.ErrInvalid):
-		return httpx.BadRequest("%s", msg)
-	case errors.Is(err, controlplane.ErrConflict):
-		return httpx.Conflict("%s", strings.ReplaceAll(msg, controlplane.ErrConflict.Error()+": ", ""))
-	case errors.Is(err, controlplane.ErrNotFound):
-		return httpx.NotFound("%s", msg)
-	}
-	return err
+	return httpx.StoreErrorAs(err, func(v *httpx.Error) string {
+		msg := strings.ReplaceAll(v.Message, controlplane.ErrInvalid.Error()+": ", "")
+		return strings.ReplaceAll(msg, controlplane.ErrConflict.Error()+": ", "")
+	})
 }
 
 // jsonOrNull sends stored JSON as is and absence as null.

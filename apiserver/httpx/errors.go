@@ -43,12 +43,33 @@ func Conflict(format string, args ...any) *Error {
 // what was not found; any other error is returned as it is, for ClientError
 // to classify.
 func NotFoundAs(err error, format string, args ...any) error {
-	if errors.Is(err, chstore.ErrNotFound) || errors.Is(err, controlplane.ErrNotFound) {
-		e := NotFound(format, args...)
-		e.Cause = err
-		return e
+	if !errors.Is(err, chstore.ErrNotFound) && !errors.Is(err, controlplane.ErrNotFound) {
+		return err
 	}
-	return err
+	return StoreErrorAs(err, func(*Error) string { return fmt.Sprintf(format, args...) })
+}
+
+// StoreErrorAs answers a store's verdict (not found, invalid, conflict)
+// with the status ClientError gives it, in the words a handler has for it:
+// words gets that answer and returns the message. Any other error is
+// returned as it is.
+func StoreErrorAs(err error, words func(verdict *Error) string) error {
+	v, ok := ClientError(err)
+	if !ok || v.Status >= http.StatusInternalServerError || !isStoreVerdict(err) {
+		return err
+	}
+	e := apierr.New(v.Status, words(v))
+	e.Cause = err
+	return e
+}
+
+func isStoreVerdict(err error) bool {
+	for _, verdict := range []error{chstore.ErrNotFound, chstore.ErrInvalid, controlplane.ErrNotFound, controlplane.ErrInvalid, controlplane.ErrConflict} {
+		if errors.Is(err, verdict) {
+			return true
+		}
+	}
+	return false
 }
 
 var (

@@ -498,6 +498,24 @@ func TestAdminKey(t *testing.T) {
 
 // NotFoundAs words the 404 of either store and leaves every other error to
 // ClientError.
+func TestStoreErrorAs(t *testing.T) {
+	words := func(v *Error) string { return fmt.Sprintf("%d in our words", v.Status) }
+	for verdict, status := range map[error]int{
+		fmt.Errorf("x: %w", controlplane.ErrNotFound): http.StatusNotFound,
+		fmt.Errorf("x: %w", chstore.ErrInvalid):       http.StatusBadRequest,
+		fmt.Errorf("x: %w", controlplane.ErrConflict): http.StatusConflict,
+	} {
+		apiErr, ok := ClientError(StoreErrorAs(verdict, words))
+		require.True(t, ok)
+		assert.Equal(t, status, apiErr.Status, "the status is ClientError's")
+		assert.Equal(t, fmt.Sprintf("%d in our words", status), apiErr.Message)
+		assert.ErrorIs(t, apiErr, verdict)
+	}
+	for _, other := range []error{chstore.ErrUnavailable, errors.New("boom"), BadRequest("already an answer")} {
+		assert.Same(t, other, StoreErrorAs(other, words), "only store verdicts are reworded")
+	}
+}
+
 func TestNotFoundAs(t *testing.T) {
 	for _, notFound := range []error{chstore.ErrNotFound, fmt.Errorf("get dataset: %w", controlplane.ErrNotFound)} {
 		apiErr, ok := ClientError(NotFoundAs(notFound, "Dataset %s not found", "d1"))

@@ -335,13 +335,15 @@ func checkRetention(days int) error {
 // storeError maps the store's error kinds to API errors; what names the
 // addressed object in a 404.
 func storeError(err error, what string) error {
-	switch {
-	case errors.Is(err, controlplane.ErrNotFound):
-		return httpx.NotFound("%s not found within authorized organization", what)
-	case errors.Is(err, controlplane.ErrConflict):
-		return httpx.Conflict("%s conflicts with an existing one (names are unique within an organization)", what)
-	}
-	return err
+	return httpx.StoreErrorAs(err, func(v *httpx.Error) string {
+		switch v.Status {
+		case http.StatusNotFound:
+			return what + " not found within authorized organization"
+		case http.StatusConflict:
+			return what + " conflicts with an existing one (names are unique within an organization)"
+		}
+		return v.Message
+	})
 }
 
 func toProject(p controlplane.Project) Project {

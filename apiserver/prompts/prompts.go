@@ -6,6 +6,7 @@ package prompts // import "github.com/glassbox-dev/glassbox/apiserver/prompts"
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -343,15 +344,18 @@ func selector(q httpx.Query) (controlplane.PromptSelector, error) {
 // storeError maps the store's error kinds to API errors; name and sel say
 // what a 404 did not find.
 func storeError(err error, name string, sel controlplane.PromptSelector) error {
-	switch {
-	case errors.Is(err, controlplane.ErrNotFound) && sel == (controlplane.PromptSelector{}):
-		return httpx.NotFound("Prompt not found: '%s'", name)
-	case errors.Is(err, controlplane.ErrNotFound):
-		return httpx.NotFound("Prompt not found: '%s' with %s", name, sel)
-	case errors.Is(err, controlplane.ErrInvalid), errors.Is(err, promptcompose.ErrComposition):
-		return httpx.BadRequest("%s", strings.ReplaceAll(err.Error(), controlplane.ErrInvalid.Error()+": ", ""))
+	if errors.Is(err, promptcompose.ErrComposition) && !errors.Is(err, controlplane.ErrInvalid) {
+		return httpx.BadRequest("%s", err.Error()) // the references, not the store, refused it
 	}
-	return err
+	return httpx.StoreErrorAs(err, func(v *httpx.Error) string {
+		switch {
+		case v.Status == http.StatusNotFound && sel == (controlplane.PromptSelector{}):
+			return fmt.Sprintf("Prompt not found: '%s'", name)
+		case v.Status == http.StatusNotFound:
+			return fmt.Sprintf("Prompt not found: '%s' with %s", name, sel)
+		}
+		return strings.ReplaceAll(v.Message, controlplane.ErrInvalid.Error()+": ", "")
+	})
 }
 
 func toPrompt(p controlplane.Prompt) Prompt {
