@@ -11,12 +11,10 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 
-	"github.com/glassbox-dev/glassbox/apiserver/alerts"
-	"github.com/glassbox-dev/glassbox/apiserver/automations"
-	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
 	"github.com/glassbox-dev/glassbox/apiserver/media"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
+	"github.com/glassbox-dev/glassbox/apiserver/workers"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/promptcompose"
@@ -64,18 +62,13 @@ type Options struct {
 	// Media configures the attachments uploaded through the media routes.
 	Media MediaConfig `mapstructure:"media"`
 
-	// Evaluation configures the workers that run evaluator rules, backfills
-	// and prompt experiments. LLM connection keys are sealed with the key in
-	// GLASSBOX_ENCRYPTION_KEY.
-	Evaluation evalworker.Config `mapstructure:"evaluation"`
-
-	// Automations configures the workers that deliver automations
-	// (webhooks on prompt-version events). Their URLs are held to the
-	// webhook egress policy, evaluation.webhook_allowed_hosts.
-	Automations automations.Config `mapstructure:"automations"`
-	// Alerts tunes the alert evaluator, which runs where the evaluation
-	// workers run (evaluation.enabled).
-	Alerts alerts.Config `mapstructure:"alerts"`
+	// Workers are the settings of the background jobs (evaluation,
+	// automations and alerts), which the standalone server runs beside the
+	// API (package workers). The API itself reads only the egress policy,
+	// evaluation.webhook_allowed_hosts and evaluation.llm_allowed_hosts: it
+	// refuses URLs the workers would not call. In the collector the jobs are
+	// the glassbox_workers extension's.
+	workers.Config `mapstructure:",squash"`
 
 	// UI configures the web UI served beside the API: sign-in, sign-up and
 	// single sign-on.
@@ -191,9 +184,7 @@ func NewDefaultOptions() Options {
 		MaxRequestBodyBytes:      httpx.DefaultMaxBodyBytes,
 		MaxLargeRequestBodyBytes: httpx.DefaultMaxLargeBodyBytes,
 		Media:                    MediaConfig{Dir: DefaultMediaDir, MaxContentLength: media.DefaultMaxContentLength},
-		Evaluation:               evalworker.NewDefaultConfig(),
-		Automations:              automations.NewDefaultConfig(),
-		Alerts:                   alerts.NewDefaultConfig(),
+		Config:                   workers.NewDefaultConfig(),
 		UI:                       ui.NewDefaultConfig(),
 	}
 }
@@ -258,11 +249,7 @@ func (cfg *Options) Check() error {
 			errs = append(errs, fmt.Errorf("listen: %w", err))
 		}
 	}
-	if cfg.PublicURL != "" {
-		if u, err := url.Parse(cfg.PublicURL); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("public_url %q: expected an absolute URL such as https://glassbox.example.com", cfg.PublicURL))
-		}
-	}
+	errs = append(errs, workers.CheckPublicURL(cfg.PublicURL))
 	if cfg.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_request_body_bytes must be positive"))
 	}
@@ -278,9 +265,7 @@ func (cfg *Options) Check() error {
 	if k := cfg.adminAPIKey(os.Getenv); k != "" && len(k) < minAdminAPIKeyLen {
 		errs = append(errs, fmt.Errorf("admin_api_key (or %s) must have at least %d characters", AdminAPIKeyEnv, minAdminAPIKeyLen))
 	}
-	errs = append(errs, cfg.Evaluation.Validate())
-	errs = append(errs, cfg.Automations.Validate())
-	errs = append(errs, cfg.Alerts.Validate())
+	errs = append(errs, cfg.Config.Check())
 	errs = append(errs, cfg.UI.Validate(cfg.PublicURL))
 	return errors.Join(errs...)
 }

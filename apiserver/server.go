@@ -23,7 +23,6 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/dashboards"
 	"github.com/glassbox-dev/glassbox/apiserver/datasets"
 	"github.com/glassbox-dev/glassbox/apiserver/evaluations"
-	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/experiments"
 	"github.com/glassbox-dev/glassbox/apiserver/health"
 	"github.com/glassbox-dev/glassbox/apiserver/httpx"
@@ -60,9 +59,6 @@ type Server struct {
 	controlPlane *controlplane.Store
 	clickhouse   *chstore.Store
 	handler      http.Handler
-	worker       *evalworker.Worker  // nil when evaluation.enabled is off
-	deliveries   *automations.Worker // nil when automations.enabled is off
-	alerts       *alerts.Evaluator   // nil when evaluation.enabled is off
 	purger       *purger
 	ui           *web.App // nil when ui.enabled is off
 	owned        bool     // New opened the stores, so Close closes them
@@ -105,8 +101,9 @@ type Stores struct {
 
 // NewOver builds the server over stores that others opened and close (the
 // collector's glassbox_controlplane and glassbox_storage extensions):
-// headless initialisation when configured, the routes, the maintenance and
-// the workers opts turns on. Close leaves the stores open.
+// headless initialisation when configured, the routes and the maintenance.
+// It runs no background jobs (package workers starts those). Close leaves
+// the stores open.
 func NewOver(ctx context.Context, opts Options, maint Maintenance, stores Stores, logger *zap.Logger) (*Server, error) {
 	if err := errors.Join(opts.Check(), maint.Check()); err != nil {
 		return nil, err
@@ -149,31 +146,6 @@ func NewOver(ctx context.Context, opts Options, maint Maintenance, stores Stores
 		s.handler = s.ui.Wrap(s.handler)
 	}
 	s.purger = startPurger(ch, cp, mediaService(opts, cp), maint, logger)
-	if opts.Evaluation.Enabled {
-		if s.worker, err = evalworker.New(opts.Evaluation, cp, ch, box, logger); err != nil {
-			s.purger.stop()
-			return nil, err
-		}
-		webhooks, _ := opts.Evaluation.Webhooks() // Validate refused malformed hosts
-		if s.alerts, err = alerts.NewEvaluator(opts.Alerts, cp, ch, webhooks, opts.PublicURL, logger); err != nil {
-			s.purger.stop()
-			return nil, err
-		}
-		s.worker.Start()
-		s.alerts.Start()
-	}
-	if opts.Automations.Enabled {
-		webhooks, _ := opts.Evaluation.Webhooks() // Validate refused malformed hosts
-		if s.deliveries, err = automations.NewWorker(opts.Automations, cp, box, webhooks, logger); err != nil {
-			if s.worker != nil {
-				s.worker.Stop()
-				s.alerts.Stop()
-			}
-			s.purger.stop()
-			return nil, err
-		}
-		s.deliveries.Start()
-	}
 	return s, nil
 }
 
@@ -244,23 +216,18 @@ func (s *Server) ControlPlane() *controlplane.Store {
 	return s.controlPlane
 }
 
+// ClickHouse is the server's ClickHouse store.
+func (s *Server) ClickHouse() *chstore.Store {
+	return s.clickhouse
+}
+
 // Verify implements apikey.Verifier against the control plane store.
 func (s *Server) Verify(ctx context.Context, publicKey, secretKey string) (apikey.Principal, error) {
 	return s.controlPlane.Verify(ctx, publicKey, secretKey)
 }
 
-// Close stops the evaluation workers, the alert evaluator, the delivery
-// workers and the purge, and releases both stores if New opened them.
+// Close stops the purge and releases both stores if New opened them.
 func (s *Server) Close() error {
-	if s.worker != nil {
-		s.worker.Stop()
-	}
-	if s.deliveries != nil {
-		s.deliveries.Stop()
-	}
-	if s.alerts != nil {
-		s.alerts.Stop()
-	}
 	s.purger.stop()
 	if !s.owned {
 		return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/glassbox-dev/glassbox/extension/apiserverextension"
 	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
 	"github.com/glassbox-dev/glassbox/extension/storageextension"
+	"github.com/glassbox-dev/glassbox/extension/workersextension"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/llm/llmtest"
 	"github.com/glassbox-dev/glassbox/internal/secretbox"
@@ -52,9 +53,9 @@ type host struct {
 func (h host) GetExtensions() map[component.ID]component.Component { return h.ext }
 
 // collector runs the all-in-one pipeline in process: glassbox_ingest →
-// glassbox_evaltap → glassbox_clickhouse, with glassbox_api (and its
-// evaluation workers) and glassbox_auth; it returns the base URL.
-func collector(t *testing.T) string {
+// glassbox_evaltap → glassbox_clickhouse, with glassbox_api, glassbox_auth
+// and, withWorkers, glassbox_workers; it returns the base URL.
+func collector(t *testing.T, withWorkers bool) string {
 	t.Helper()
 	ctx := context.Background()
 	ch := chtest.Config(t)
@@ -82,12 +83,18 @@ func collector(t *testing.T) string {
 	apiCfg := apiFactory.CreateDefaultConfig().(*apiserverextension.Config)
 	apiCfg.Storage, apiCfg.ControlPlane = storageID, cpID
 	apiCfg.InitFromEnv = true
-	apiCfg.Evaluation.Enabled = true // opt-in in the collector
-	apiCfg.Evaluation.PollInterval = 50 * time.Millisecond
-	apiCfg.Evaluation.RetryBackoff = 200 * time.Millisecond
-	apiCfg.Evaluation.MaxAttempts = 20
-	apiCfg.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} // the judge below
+	apiCfg.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} // the judge below, for the connection's URL
 	api, err := apiFactory.Create(ctx, extensiontest.NewNopSettings(apiFactory.Type()), apiCfg)
+	require.NoError(t, err)
+
+	workersFactory := workersextension.NewFactory()
+	workersCfg := workersFactory.CreateDefaultConfig().(*workersextension.Config)
+	workersCfg.Storage, workersCfg.ControlPlane = storageID, cpID
+	workersCfg.Evaluation.PollInterval = 50 * time.Millisecond
+	workersCfg.Evaluation.RetryBackoff = 200 * time.Millisecond
+	workersCfg.Evaluation.MaxAttempts = 20
+	workersCfg.Evaluation.LLMAllowedHosts = []string{"127.0.0.1"} // the judge below, for the calls
+	jobs, err := workersFactory.Create(ctx, extensiontest.NewNopSettings(workersFactory.Type()), workersCfg)
 	require.NoError(t, err)
 
 	authFactory := apikeyauthextension.NewFactory()
@@ -124,6 +131,10 @@ func collector(t *testing.T) string {
 		apiID: api, component.NewID(authFactory.Type()): auth, storageID: storage, cpID: controlPlane,
 	}}
 	started := []component.Component{storage, controlPlane, api, auth, exp, tap, recv}
+	if withWorkers {
+		h.ext[component.NewID(workersFactory.Type())] = jobs
+		started = append(started, jobs)
+	}
 	for i, c := range started {
 		require.NoError(t, c.Start(ctx, h))
 		t.Cleanup(func() { require.NoError(t, started[i].Shutdown(context.Background())) })
@@ -182,33 +193,41 @@ func spans(traceID pcommon.TraceID, tag string) ptrace.Traces {
 	return td
 }
 
-// Spans sent over OTLP reach a rule through the evaluator tap; a worker
-// asks the (fake) judge and the score is readable through the API.
-func TestOTLPSpansAreScoredByAnLLMJudge(t *testing.T) {
-	judge := llmtest.New(t, func(llmtest.Request) string { return `{"reasoning":"four is right","score":1}` })
-	base := collector(t)
-
+// judgeRule sets up an LLM-judge rule over prod traces and sends a prod
+// and a dev trace over OTLP; it returns the rule and the two traces.
+func judgeRule(t *testing.T, base, judgeURL string) (rule map[string]any, prod, dev pcommon.TraceID) {
+	t.Helper()
 	conn := mustCall(t, http.MethodPut, base+"/api/public/llm-connections", map[string]any{
-		"provider": "judge", "secretKey": "sk-judge-0123456789", "baseURL": judge.URL(), "defaultModel": "gpt-4o-mini",
+		"provider": "judge", "secretKey": "sk-judge-0123456789", "baseURL": judgeURL, "defaultModel": "gpt-4o-mini",
 	}, http.StatusOK)
 	evaluator := mustCall(t, http.MethodPost, base+"/api/public/evals/evaluators", map[string]any{
 		"name": "correctness", "kind": "llm", "scoreName": "correct",
 		"output": map[string]any{"dataType": "NUMERIC", "min": 0, "max": 1},
 		"prompt": "Question: {{input}}\nAnswer: {{output}}",
 	}, http.StatusCreated)
-	rule := mustCall(t, http.MethodPost, base+"/api/public/evals/rules", map[string]any{
+	rule = mustCall(t, http.MethodPost, base+"/api/public/evals/rules", map[string]any{
 		"name": "prod traces", "evaluatorId": evaluator["id"], "connectionId": conn["id"], "target": "trace", "delayMs": 300,
 		"filter": []map[string]any{{"field": "tags", "operator": "any of", "values": []string{"prod"}}},
 	}, http.StatusCreated)
 	time.Sleep(200 * time.Millisecond) // the tap's next rule refresh
 
-	prod, dev := pcommon.TraceID{0xaa, 1}, pcommon.TraceID{0xbb, 2}
+	prod, dev = pcommon.TraceID{0xaa, 1}, pcommon.TraceID{0xbb, 2}
 	for id, tag := range map[pcommon.TraceID]string{prod: "prod", dev: "dev"} {
 		body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(spans(id, tag))
 		require.NoError(t, err)
 		status, data := request(t, http.MethodPost, base+"/api/public/otel/v1/traces", body, "application/json")
 		require.Equal(t, http.StatusOK, status, string(data))
 	}
+
+	return rule, prod, dev
+}
+
+// Spans sent over OTLP reach a rule through the evaluator tap; a worker
+// asks the (fake) judge and the score is readable through the API.
+func TestOTLPSpansAreScoredByAnLLMJudge(t *testing.T) {
+	judge := llmtest.New(t, func(llmtest.Request) string { return `{"reasoning":"four is right","score":1}` })
+	base := collector(t, true)
+	rule, prod, dev := judgeRule(t, base, judge.URL())
 
 	var score map[string]any
 	require.Eventually(t, func() bool {
@@ -244,4 +263,32 @@ func TestOTLPSpansAreScoredByAnLLMJudge(t *testing.T) {
 	// The judge call is a trace of the project, readable like any other.
 	trace := mustCall(t, http.MethodGet, base+"/api/public/traces/"+job["executionTraceId"].(string), nil, http.StatusOK)
 	assert.Equal(t, "llm-as-a-judge", trace["environment"])
+}
+
+// glassbox_api runs no workers: without glassbox_workers the tap queues
+// the job and it stays queued.
+func TestWithoutGlassboxWorkersJobsStayQueued(t *testing.T) {
+	judge := llmtest.New(t, func(llmtest.Request) string { return `{"reasoning":"four is right","score":1}` })
+	base := collector(t, false)
+	rule, prod, _ := judgeRule(t, base, judge.URL())
+
+	var job map[string]any
+	require.Eventually(t, func() bool {
+		jobs := mustCall(t, http.MethodGet, base+"/api/public/evals/jobs?ruleId="+rule["id"].(string), nil, http.StatusOK)
+		data := jobs["data"].([]any)
+		if len(data) == 0 {
+			return false
+		}
+		job = data[0].(map[string]any)
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "the tap queues the job")
+	assert.Equal(t, prod.String(), job["traceId"])
+	// Workers polling every 50ms would have claimed it long before.
+	time.Sleep(2 * time.Second)
+	jobs := mustCall(t, http.MethodGet, base+"/api/public/evals/jobs?ruleId="+rule["id"].(string), nil, http.StatusOK)
+	require.Len(t, jobs["data"], 1)
+	assert.Equal(t, "PENDING", jobs["data"].([]any)[0].(map[string]any)["status"])
+	assert.Empty(t, judge.Requests())
+	none := mustCall(t, http.MethodGet, base+"/api/public/v2/scores?traceId="+prod.String(), nil, http.StatusOK)
+	assert.Empty(t, none["data"])
 }

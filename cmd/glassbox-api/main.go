@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/workers"
 )
 
 // shutdownTimeout bounds how long requests in flight may finish on exit.
@@ -74,14 +75,21 @@ func run(ctx context.Context, args []string, in adminInput, stdout, stderr io.Wr
 	return serve(ctx, cfg, logger)
 }
 
-// serve runs the API until ctx ends or the listener fails.
+// serve runs the API, and the background jobs its configuration turns on
+// (evaluation.enabled, automations.enabled), until ctx ends or the
+// listener fails.
 func serve(ctx context.Context, cfg apiserver.Config, logger *zap.Logger) error {
 	srv, err := apiserver.New(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	jobs, err := workers.Start(cfg.Config, cfg.PublicURL, workers.Stores{ControlPlane: srv.ControlPlane(), ClickHouse: srv.ClickHouse()}, logger)
+	if err != nil {
+		return errors.Join(err, srv.Close())
+	}
 	l, err := apiserver.Listen(cfg.Listen, srv.Handler(), logger)
 	if err != nil {
+		jobs.Stop()
 		return errors.Join(err, srv.Close())
 	}
 	var serveErr error
@@ -92,5 +100,7 @@ func serve(ctx context.Context, cfg apiserver.Config, logger *zap.Logger) error 
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return errors.Join(serveErr, l.Shutdown(shutdownCtx), srv.Close())
+	shutdownErr := l.Shutdown(shutdownCtx)
+	jobs.Stop()
+	return errors.Join(serveErr, shutdownErr, srv.Close())
 }

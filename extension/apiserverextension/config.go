@@ -3,6 +3,7 @@ package apiserverextension // import "github.com/glassbox-dev/glassbox/extension
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -35,6 +36,45 @@ var _ component.Config = (*Config)(nil)
 // extension holds now.
 var movedToStorage = []string{"dsn", "database", "cluster", "replicated_engines", "replicated", "dial_timeout", "query_timeout", "metrics_max_rows_to_read"}
 
+// movedToWorkers are the sections of the background jobs, which the
+// glassbox_workers extension runs now. Of evaluation, the API keeps the
+// egress policy (apiEvaluationKeys): it refuses the URLs the workers would
+// not call.
+var movedToWorkers = []string{"evaluation", "automations", "alerts"}
+
+// apiEvaluationKeys are the evaluation keys glassbox_api still reads.
+var apiEvaluationKeys = map[string]bool{"webhook_allowed_hosts": true, "llm_allowed_hosts": true}
+
+// moved is the startup error of a key that another extension holds now:
+// which extension, and what to do.
+func moved(key, extension, todo string) error {
+	return fmt.Errorf("%q moved to the %s extension: %s", key, extension, todo)
+}
+
+// movedToWorkersKeys are the keys of conf that the glassbox_workers
+// extension holds now: automations and alerts whole, evaluation but for
+// its egress policy.
+func movedToWorkersKeys(conf *confmap.Conf) []string {
+	var keys []string
+	for _, section := range movedToWorkers {
+		if !conf.IsSet(section) {
+			continue
+		}
+		sub, isMap := conf.Get(section).(map[string]any)
+		if section != "evaluation" || !isMap {
+			keys = append(keys, section)
+			continue
+		}
+		for key := range sub {
+			if !apiEvaluationKeys[key] {
+				keys = append(keys, section+"."+key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // Unmarshal reads the configuration, and stops one that still opens its
 // own stores with where each key went.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
@@ -46,9 +86,13 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	}
 	for _, key := range movedToStorage {
 		if conf.IsSet("clickhouse::" + key) {
-			errs = append(errs, fmt.Errorf(`"clickhouse.%s" moved to the glassbox_storage extension: `+
-				`add it under extensions, list it in service.extensions and set storage: glassbox_storage`, key))
+			errs = append(errs, moved("clickhouse."+key, "glassbox_storage",
+				"add it under extensions, list it in service.extensions and set storage: glassbox_storage"))
 		}
+	}
+	for _, key := range movedToWorkersKeys(conf) {
+		errs = append(errs, moved(key, "glassbox_workers",
+			"add it under extensions with storage: and control_plane:, and list it in service.extensions"))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

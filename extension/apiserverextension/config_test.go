@@ -12,8 +12,6 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
-	"github.com/glassbox-dev/glassbox/apiserver/alerts"
-	"github.com/glassbox-dev/glassbox/apiserver/automations"
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
@@ -31,24 +29,18 @@ func loadConfig(t *testing.T, file string, id component.ID) *Config {
 }
 
 func TestLoadConfig(t *testing.T) {
-	// In the collector the workers are opt-in: a tier that only verifies
-	// keys or writes spans runs none.
 	def := loadConfig(t, "config.yaml", component.NewID(Type))
 	assert.Equal(t, createDefaultConfig(), def)
-	assert.False(t, def.Evaluation.Enabled)
-	assert.False(t, def.Automations.Enabled)
 	assert.Empty(t, def.Listen)
 	assert.ErrorContains(t, confmap.Validate(def), "storage is required", "the stores are named explicitly")
 
-	deliveries := automations.NewDefaultConfig()
-	deliveries.RetryBackoff = 30 * time.Second
 	evaluation := evalworker.NewDefaultConfig()
-	evaluation.Workers, evaluation.MaxAttempts = 8, 3
+	evaluation.WebhookAllowedHosts, evaluation.LLMAllowedHosts = []string{"hooks.example.com"}, []string{"llm.internal"}
 	opts := apiserver.NewDefaultOptions()
 	opts.Listen, opts.PublicURL, opts.InitFromEnv = "127.0.0.1:3100", "https://glassbox.example.com", true
 	opts.MaxRequestBodyBytes, opts.MaxLargeRequestBodyBytes = 2097152, 8388608
 	opts.Media = apiserver.MediaConfig{Dir: "/var/lib/glassbox/media", MaxContentLength: 52428800}
-	opts.Evaluation, opts.Automations, opts.Alerts = evaluation, deliveries, alerts.NewDefaultConfig()
+	opts.Evaluation = evaluation
 	opts.UI = ui.Config{Enabled: true, SignUp: true, SessionTTL: 24 * time.Hour, OIDC: account.SSOConfig{
 		Name: "Okta", Issuer: "https://example.okta.com", ClientID: "glassbox", ClientSecret: "s3cret",
 		AllowedDomains: []string{"example.com"},
@@ -88,6 +80,28 @@ func TestMovedKeysNameTheirNewPlace(t *testing.T) {
 		assert.ErrorContains(t, err, `"clickhouse.`+key+`" moved to the glassbox_storage extension`)
 	}
 	assert.NotContains(t, err.Error(), "purge_interval", "maintenance stays with the API")
+}
+
+// A configuration that still runs the background jobs in glassbox_api
+// stops naming glassbox_workers, key by key; the egress policy stays.
+func TestWorkerKeysNameGlassboxWorkers(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "moved.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(Type, "workers").String())
+	require.NoError(t, err)
+	err = sub.Unmarshal(createDefaultConfig().(*Config))
+	require.Error(t, err)
+	for _, key := range []string{"evaluation.enabled", "evaluation.workers", "automations", "alerts"} {
+		assert.ErrorContains(t, err, `"`+key+`" moved to the glassbox_workers extension: `+
+			"add it under extensions with storage: and control_plane:, and list it in service.extensions")
+	}
+	assert.NotContains(t, err.Error(), "webhook_allowed_hosts", "the API holds URLs to the egress policy")
+
+	// The egress policy alone is the API's.
+	policy := confmap.NewFromStringMap(map[string]any{"evaluation": map[string]any{"llm_allowed_hosts": []any{"10.0.0.0/8"}}})
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, policy.Unmarshal(cfg))
+	assert.Equal(t, []string{"10.0.0.0/8"}, cfg.Evaluation.LLMAllowedHosts)
 }
 
 func TestUnknownKeyIsRejected(t *testing.T) {

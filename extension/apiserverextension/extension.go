@@ -83,7 +83,7 @@ func (e *apiExtension) Start(ctx context.Context, host component.Host) error {
 }
 
 // Shutdown stops the listener, waiting for requests in flight until ctx
-// ends, and the server's workers; the stores are their extensions'. It is safe without Start and when repeated.
+// ends, and the server's maintenance; the stores are their extensions'. It is safe without Start and when repeated.
 func (e *apiExtension) Shutdown(ctx context.Context) error {
 	var errs []error
 	if e.listener != nil {

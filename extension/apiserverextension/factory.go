@@ -20,14 +20,11 @@ func NewFactory() extension.Factory {
 }
 
 // createDefaultConfig is the standalone default without a listener of its
-// own (in the collector the ingest receiver's port serves the API) and
-// without evaluation or automation delivery workers, which a configuration
-// turns on where it wants them (evaluation.enabled, automations.enabled).
+// own (in the collector the ingest receiver's port serves the API). The
+// extension runs no background jobs: those are glassbox_workers'.
 func createDefaultConfig() component.Config {
 	opts := apiserver.NewDefaultOptions()
 	opts.Listen = ""
-	opts.Evaluation.Enabled = false
-	opts.Automations.Enabled = false
 	return &Config{ClickHouse: apiserver.NewDefaultMaintenance(), Options: opts}
 }
 

@@ -10,7 +10,7 @@ import (
 // Config configures the glassbox_evaltap processor.
 type Config struct {
 	// Source names the extension that serves the evaluator rules and takes
-	// the jobs (evaljobs.RuleSource and evaljobs.Enqueuer): glassbox_api.
+	// the jobs (evaljobs.RuleSource and evaljobs.Enqueuer): glassbox_controlplane.
 	Source component.ID `mapstructure:"source"`
 	// RefreshInterval is how often the rules are reloaded.
 	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
@@ -38,7 +38,7 @@ type Config struct {
 var _ component.Config = (*Config)(nil)
 
 var (
-	errSource          = errors.New("source must name the extension that serves evaluator rules, e.g. glassbox_api")
+	errSource          = errors.New("source must name the extension that serves evaluator rules, e.g. glassbox_controlplane")
 	errRefreshInterval = errors.New("refresh_interval must be positive")
 	errRefreshTimeout  = errors.New("refresh_timeout must be positive")
 	errQueueSize       = errors.New("queue_size must be positive")

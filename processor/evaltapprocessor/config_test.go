@@ -28,7 +28,7 @@ func TestLoadConfig(t *testing.T) {
 	def := loadConfig(t, "config.yaml", component.NewID(Type))
 	require.NoError(t, confmap.Validate(def))
 	assert.Equal(t, createDefaultConfig(), def)
-	assert.Equal(t, component.MustNewID("glassbox_api"), def.Source)
+	assert.Equal(t, component.MustNewID("glassbox_controlplane"), def.Source)
 
 	custom := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "custom"))
 	require.NoError(t, confmap.Validate(custom))

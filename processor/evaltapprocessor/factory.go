@@ -34,7 +34,7 @@ func NewFactory() processor.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Source:          component.MustNewID("glassbox_api"),
+		Source:          component.MustNewID("glassbox_controlplane"),
 		RefreshInterval: defaultRefreshInterval,
 		RefreshTimeout:  defaultRefreshTimeout,
 		QueueSize:       defaultQueueSize,

@@ -74,7 +74,7 @@ type host struct {
 func (h host) GetExtensions() map[component.ID]component.Component { return h.ext }
 
 func withSource(src component.Component) host {
-	return host{Host: componenttest.NewNopHost(), ext: map[component.ID]component.Component{component.MustNewID("glassbox_api"): src}}
+	return host{Host: componenttest.NewNopHost(), ext: map[component.ID]component.Component{component.MustNewID("glassbox_controlplane"): src}}
 }
 
 func testConfig() *Config {

@@ -43,6 +43,7 @@ func packages(t *testing.T) map[string]pkg {
 		pkgs[strings.TrimPrefix(p.ImportPath, module)] = p
 	}
 	require.Contains(t, pkgs, "internal/controlplane")
+	require.Contains(t, pkgs, "apiserver/workers")
 	return pkgs
 }
 
@@ -80,6 +81,18 @@ func TestLayout(t *testing.T) {
 				assert.False(t, under(d, "internal/chstore", "internal/workpool", "apiserver", "extension/storageextension"),
 					"%s (gateway tier) depends on %s", path, d)
 			}
+		}
+		// The background jobs are one package that the standalone server and
+		// glassbox_workers start, below the API, whose options hold their
+		// settings.
+		if path == "apiserver/workers" {
+			for _, d := range own {
+				assert.False(t, d == "apiserver" || under(d, "apiserver/ui", "extension"),
+					"%s (the background jobs) depends on %s", path, d)
+			}
+		}
+		if path == "extension/apiserverextension" {
+			assert.NotContains(t, own, "extension/workersextension", "glassbox_api and glassbox_workers are separate components")
 		}
 		if under(path, "internal", "provider") {
 			for _, d := range own {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/apiserver/workers"
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
@@ -71,6 +72,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	srv, err := apiserver.New(context.Background(), cfg, logger)
 	require.NoError(t, err)
+	// The background jobs the test turns on, as the standalone server runs them.
+	jobs, err := workers.Start(cfg.Config, cfg.PublicURL, workers.Stores{ControlPlane: srv.ControlPlane(), ClickHouse: srv.ClickHouse()}, logger)
+	require.NoError(t, err)
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	_ = hs.Listener.Close()
 	hs.Listener = ln
@@ -78,6 +82,7 @@ func Start(t testing.TB, opts Options) *Env {
 	hs.Start()
 	t.Cleanup(func() {
 		hs.Close()
+		jobs.Stop()
 		require.NoError(t, srv.Close())
 	})
 
