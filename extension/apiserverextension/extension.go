@@ -2,6 +2,7 @@ package apiserverextension // import "github.com/glassbox-dev/glassbox/extension
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver"
 	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
 	"github.com/glassbox-dev/glassbox/extension/storageextension"
+	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
 )
@@ -96,6 +98,10 @@ func (e *apiExtension) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// notStartedBody is the answer while the API is not running, in the words
+// the auth step uses for a store it cannot ask.
+var notStartedBody, _ = json.Marshal(apierr.Body{Message: apierr.MsgUnavailable})
+
 // Handler serves the API while the extension runs and 503 otherwise; the
 // receiver may take it before Start and keep it after Shutdown.
 func (e *apiExtension) Handler() http.Handler {
@@ -105,7 +111,7 @@ func (e *apiExtension) Handler() http.Handler {
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.Header().Set("Retry-After", "5")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"message":"Service Unavailable"}`))
+			_, _ = w.Write(notStartedBody)
 			return
 		}
 		srv.Handler().ServeHTTP(w, r)

@@ -114,6 +114,7 @@ func TestLifecycle(t *testing.T) {
 	rec := get(h, "/api/public/health", "")
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "5", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"message":"Service Unavailable"}`, rec.Body.String())
 	_, err := verifier.Verify(context.Background(), publicKey, secretKey)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, apikey.ErrInvalidCredentials, "not running is an outage, not a bad key")
