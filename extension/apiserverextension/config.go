@@ -9,17 +9,13 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
+	"github.com/glassbox-dev/glassbox/extension/internal/storerefs"
 )
 
 // Config configures the glassbox_api extension: the API server's options
 // (the standalone server's keys) over the two stores it names by id.
 type Config struct {
-	// Storage names the glassbox_storage extension (ClickHouse), the one
-	// the exporter writes through.
-	Storage component.ID `mapstructure:"storage"`
-	// ControlPlane names the glassbox_controlplane extension, whose store
-	// instance the processors and the authenticator use too.
-	ControlPlane component.ID `mapstructure:"control_plane"`
+	storerefs.Refs `mapstructure:",squash"`
 	// ClickHouse says how often the server maintains the data (purge,
 	// retention, rollups), as in the standalone server's clickhouse section.
 	ClickHouse apiserver.Maintenance `mapstructure:"clickhouse"`
@@ -103,13 +99,5 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.Storage == (component.ID{}) {
-		errs = append(errs, errors.New("storage is required: the id of a glassbox_storage extension, e.g. storage: glassbox_storage"))
-	}
-	if c.ControlPlane == (component.ID{}) {
-		errs = append(errs, errors.New("control_plane is required: the id of a glassbox_controlplane extension, e.g. control_plane: glassbox_controlplane"))
-	}
-	errs = append(errs, c.ClickHouse.Check(), c.Check())
-	return errors.Join(errs...)
+	return errors.Join(c.CheckRefs(), c.ClickHouse.Check(), c.Check())
 }

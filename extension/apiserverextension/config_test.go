@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-dev/glassbox/apiserver/evalworker"
 	"github.com/glassbox-dev/glassbox/apiserver/ui"
 	"github.com/glassbox-dev/glassbox/apiserver/ui/account"
+	"github.com/glassbox-dev/glassbox/extension/internal/storerefs"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) *Config {
@@ -48,10 +49,9 @@ func TestLoadConfig(t *testing.T) {
 	full := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "full"))
 	require.NoError(t, confmap.Validate(full))
 	assert.Equal(t, &Config{
-		Storage:      component.MustNewID("glassbox_storage"),
-		ControlPlane: component.MustNewID("glassbox_controlplane"),
-		ClickHouse:   apiserver.Maintenance{PurgeInterval: time.Minute, RetentionInterval: 30 * time.Minute, RollupInterval: 10 * time.Minute},
-		Options:      opts,
+		Refs:       storerefs.Refs{Storage: component.MustNewID("glassbox_storage"), ControlPlane: component.MustNewID("glassbox_controlplane")},
+		ClickHouse: apiserver.Maintenance{PurgeInterval: time.Minute, RetentionInterval: 30 * time.Minute, RollupInterval: 10 * time.Minute},
+		Options:    opts,
 	}, full)
 }
 

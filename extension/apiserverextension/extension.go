@@ -13,8 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver"
-	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
-	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/apierr"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
 	"github.com/glassbox-dev/glassbox/internal/cpsource"
@@ -55,17 +53,13 @@ func newAPIExtension(cfg *Config, set extension.Settings) *apiExtension {
 
 // Dependencies has the collector start the two store extensions first.
 func (e *apiExtension) Dependencies() []component.ID {
-	return []component.ID{e.cfg.Storage, e.cfg.ControlPlane}
+	return e.cfg.Dependencies()
 }
 
 // Start builds the server over the stores of the extensions it names and,
 // with `listen` set, serves the API on its own port.
 func (e *apiExtension) Start(ctx context.Context, host component.Host) error {
-	cp, err := controlplaneextension.GetStore(host, e.cfg.ControlPlane, "control_plane")
-	if err != nil {
-		return err
-	}
-	ch, err := storageextension.GetStore(host, e.cfg.Storage, "storage")
+	cp, ch, err := e.cfg.Stores(host)
 	if err != nil {
 		return err
 	}

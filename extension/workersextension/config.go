@@ -6,18 +6,17 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/glassbox-dev/glassbox/apiserver/workers"
+	"github.com/glassbox-dev/glassbox/extension/internal/storerefs"
 )
 
 // Config configures the glassbox_workers extension: the two stores it
 // names by id, as glassbox_api does, and the jobs' settings with the
 // standalone server's keys (evaluation, automations, alerts).
 type Config struct {
-	// Storage names the glassbox_storage extension (ClickHouse): traces the
-	// evaluators read, scores they write, metrics alerts query.
-	Storage component.ID `mapstructure:"storage"`
-	// ControlPlane names the glassbox_controlplane extension: the job
+	// The stores: ClickHouse holds the traces the evaluators read, the
+	// scores they write and what alerts query; the control plane the job
 	// queue, rules, alerts and automations.
-	ControlPlane component.ID `mapstructure:"control_plane"`
+	storerefs.Refs `mapstructure:",squash"`
 	// PublicURL is where users reach the UI; alert notifications link to
 	// it. Empty links start at the root.
 	PublicURL string `mapstructure:"public_url"`
@@ -32,13 +31,5 @@ var _ component.Config = (*Config)(nil)
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.Storage == (component.ID{}) {
-		errs = append(errs, errors.New("storage is required: the id of a glassbox_storage extension, e.g. storage: glassbox_storage"))
-	}
-	if c.ControlPlane == (component.ID{}) {
-		errs = append(errs, errors.New("control_plane is required: the id of a glassbox_controlplane extension, e.g. control_plane: glassbox_controlplane"))
-	}
-	errs = append(errs, workers.CheckPublicURL(c.PublicURL), c.Check())
-	return errors.Join(errs...)
+	return errors.Join(c.CheckRefs(), workers.CheckPublicURL(c.PublicURL), c.Check())
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/glassbox-dev/glassbox/apiserver/workers"
+	"github.com/glassbox-dev/glassbox/extension/internal/storerefs"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) (*Config, error) {
@@ -44,10 +45,9 @@ func TestLoadConfig(t *testing.T) {
 	want.Automations.Enabled = false
 	want.Alerts.PollInterval = 30 * time.Second
 	assert.Equal(t, &Config{
-		Storage:      component.MustNewID("glassbox_storage"),
-		ControlPlane: component.MustNewID("glassbox_controlplane"),
-		PublicURL:    "https://glassbox.example.com",
-		Config:       want,
+		Refs:      storerefs.Refs{Storage: component.MustNewID("glassbox_storage"), ControlPlane: component.MustNewID("glassbox_controlplane")},
+		PublicURL: "https://glassbox.example.com",
+		Config:    want,
 	}, full)
 }
 

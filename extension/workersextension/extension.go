@@ -9,8 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/apiserver/workers"
-	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
-	"github.com/glassbox-dev/glassbox/extension/storageextension"
 )
 
 var (
@@ -31,16 +29,12 @@ func newExtension(cfg *Config, set extension.Settings) *workersExtension {
 // Dependencies has the collector start the two store extensions first (and
 // stop them after this one).
 func (e *workersExtension) Dependencies() []component.ID {
-	return []component.ID{e.cfg.Storage, e.cfg.ControlPlane}
+	return e.cfg.Dependencies()
 }
 
 // Start starts the jobs over the stores of the extensions it names.
 func (e *workersExtension) Start(_ context.Context, host component.Host) error {
-	cp, err := controlplaneextension.GetStore(host, e.cfg.ControlPlane, "control_plane")
-	if err != nil {
-		return err
-	}
-	ch, err := storageextension.GetStore(host, e.cfg.Storage, "storage")
+	cp, ch, err := e.cfg.Stores(host)
 	if err != nil {
 		return err
 	}
