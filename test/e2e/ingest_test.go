@@ -175,7 +175,9 @@ func observationsByName(tr chstore.TraceWithObservations) map[string]*chstore.Ob
 	return m
 }
 
-// TestCredentialsRejected checks the 401 answers and that nothing is stored.
+// TestCredentialsRejected checks the refusals (401 for credentials that do
+// not verify, 403 for a public key alone, which may only write scores) and
+// that nothing is stored.
 func TestCredentialsRejected(t *testing.T) {
 	store, dsn := newStore(t)
 	c := startCollector(t, dsn, store.Database(), t.TempDir())
@@ -183,9 +185,16 @@ func TestCredentialsRejected(t *testing.T) {
 	body := otlpJSON("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", "rejected", "")
 
 	wrong := project{PublicKey: projectA.PublicKey, SecretKey: "sk-lf-wrong"}
-	for name, auth := range map[string]string{"missing": "", "wrong secret": wrong.basicAuth(), "not basic": "Bearer " + projectA.PublicKey} {
-		resp, text := postJSON(t, endpoint, auth, body)
-		assert.Equal(t, 401, resp.StatusCode, name)
+	for name, tc := range map[string]struct {
+		auth   string
+		status int
+	}{
+		"missing":          {"", 401},
+		"wrong secret":     {wrong.basicAuth(), 401},
+		"public key alone": {"Bearer " + projectA.PublicKey, 403},
+	} {
+		resp, text := postJSON(t, endpoint, tc.auth, body)
+		assert.Equal(t, tc.status, resp.StatusCode, name)
 		var msg struct {
 			Message string `json:"message"`
 		}
