@@ -3,12 +3,10 @@ package apiserverextension
 import (
 	"context"
 	"encoding/base64"
-	"go.opentelemetry.io/collector/config/configopaque"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/extension/apikeyauthextension"
 	"github.com/glassbox-dev/glassbox/extension/controlplaneextension"
+	"github.com/glassbox-dev/glassbox/extension/internal/storerefs/storerefstest"
 	"github.com/glassbox-dev/glassbox/extension/storageextension"
 	"github.com/glassbox-dev/glassbox/internal/apikey"
 	"github.com/glassbox-dev/glassbox/internal/controlplane"
@@ -29,7 +28,6 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/evalqueue"
 	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/sampling"
-	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
@@ -46,26 +44,8 @@ var testHost component.Host
 // offered by testHost, and names them, with one project key created from
 // the environment.
 func testConfig(t *testing.T) *Config {
-	ctx := context.Background()
-	ch := chtest.Config(t)
-	sf := storageextension.NewFactory()
-	sc := sf.CreateDefaultConfig().(*storageextension.Config)
-	sc.DSN, sc.Database = configopaque.String(ch.DSN), ch.Database
-	storage, err := sf.Create(ctx, extensiontest.NewNopSettings(sf.Type()), sc)
-	require.NoError(t, err)
-	cf := controlplaneextension.NewFactory()
-	cc := cf.CreateDefaultConfig().(*controlplaneextension.Config)
-	cc.DSN = configopaque.String("sqlite://" + filepath.Join(t.TempDir(), "cp.db"))
-	cp, err := cf.Create(ctx, extensiontest.NewNopSettings(cf.Type()), cc)
-	require.NoError(t, err)
-	for _, e := range []component.Component{storage, cp} {
-		require.NoError(t, e.Start(ctx, componenttest.NewNopHost()))
-		t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
-	}
 	cfg := createDefaultConfig().(*Config)
-	cfg.Storage, cfg.ControlPlane = component.NewID(sf.Type()), component.NewID(cf.Type())
-	testHost = extensionHost{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{
-		cfg.Storage: storage, cfg.ControlPlane: cp}}
+	testHost, cfg.Refs = storerefstest.Start(t)
 	cfg.InitFromEnv = true
 	t.Setenv(controlplane.EnvInitOrgID, "org")
 	t.Setenv(controlplane.EnvInitProjectID, "proj")
@@ -195,15 +175,6 @@ func TestStartFailsOnTakenPort(t *testing.T) {
 	require.NoError(t, ext.Shutdown(context.Background()))
 }
 
-type extensionHost struct {
-	component.Host
-	extensions map[component.ID]component.Component
-}
-
-func (h extensionHost) GetExtensions() map[component.ID]component.Component {
-	return h.extensions
-}
-
 // The collector's authenticator, configured with `verifier: glassbox_api`,
 // checks keys against the API server's store.
 func TestAuthenticatorUsesTheStore(t *testing.T) {
@@ -217,7 +188,7 @@ func TestAuthenticatorUsesTheStore(t *testing.T) {
 	authCfg.Verifier = &id
 	auth, err := authFactory.Create(context.Background(), extensiontest.NewNopSettings(authFactory.Type()), authCfg)
 	require.NoError(t, err)
-	host := extensionHost{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{id: ext}}
+	host := storerefstest.Host{Host: componenttest.NewNopHost(), Extensions: map[component.ID]component.Component{id: ext}}
 	require.NoError(t, auth.Start(context.Background(), host))
 	defer func() { require.NoError(t, auth.Shutdown(context.Background())) }()
 
