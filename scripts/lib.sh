@@ -12,10 +12,14 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 # connection takes the port before the server binds it (as
 # internal/testutil/freeport does for Go tests).
 free_port() {
-  local port
+  # $$ is the script's pid in every $(free_port) subshell, so the file lists
+  # what this script was given already: two picks never share a port.
+  local port given="${TMPDIR:-/tmp}/glassbox-free-ports.$$"
   for _ in $(seq 1 200); do
-    port=$(( (RANDOM % 12768) + 20000 ))
+    port=$(( (SRANDOM % 12768) + 20000 ))
+    grep -qx "$port" "$given" 2>/dev/null && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port" >>"$given"
       echo "$port"
       return 0
     fi
