@@ -70,11 +70,12 @@ type DiskQueueConfig struct {
 	// BatchBytes is the size of queued data read and sent as one block of
 	// an insert; it bounds the memory of each consumer.
 	BatchBytes int64 `mapstructure:"batch_bytes"`
-	// FlushInterval is how long one insert takes blocks, and so how long a
-	// span waits at most: ClickHouse does best with few large inserts.
+	// FlushInterval is how much traffic one insert takes, from its first
+	// record, and so about how long a span waits: ClickHouse does best with
+	// few large inserts.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
-	// Consumers is how many inserts run at once: with two, the next batch
-	// is read and sent while ClickHouse writes the last one.
+	// Consumers is how many inserts are in flight: one collects the queued
+	// records while the others wait for ClickHouse to write their part.
 	Consumers int `mapstructure:"consumers"`
 	// Fsync flushes every append to the device, so that queued spans
 	// survive a power loss, not only a crash of the collector.

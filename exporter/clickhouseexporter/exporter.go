@@ -36,6 +36,9 @@ type chExporter struct {
 	stop     context.CancelFunc
 	consumed chan struct{}
 	scratch  sync.Pool // *enqueueScratch
+	// collecting is held by the consumer whose insert takes the queued
+	// records, one at a time (see insertLoop).
+	collecting sync.Mutex
 
 	rows      metric.Int64Counter
 	invalid   metric.Int64Counter
@@ -167,21 +170,21 @@ func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
 	consumers.Wait()
 }
 
-// insertLoop delivers the queue's records in inserts that each last about
-// flush_interval: it waits for a first batch, then sends it and every
-// batch that is queued within the interval as blocks of one insert, so that
-// ClickHouse writes few large parts while the collector holds one batch.
-// The batches are committed once the insert succeeded.
+// insertLoop delivers the queue's records in inserts that each collect
+// flush_interval of traffic, from the first record queued: it sends each
+// batch as one block as soon as batch_bytes are queued (or at the end of
+// the interval), so that ClickHouse writes one part per interval while the
+// collector holds one batch. One consumer collects at a time, so the parts
+// do not shrink with more consumers or less traffic (an insert that ended
+// whenever the queue was momentarily empty made ClickHouse write several
+// small parts a second at half load, and merge them again); the others
+// meanwhile wait for ClickHouse to write their part. The batches are
+// committed once the insert succeeded.
 func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 	var buf []byte
-	read := func(wait bool) (diskqueue.Batch, error) {
-		var b diskqueue.Batch
-		var err error
-		if wait {
-			b, buf, err = e.queue.Read(ctx, buf, cfg.BatchBytes, cfg.FlushInterval)
-		} else {
-			b, buf, err = e.queue.ReadNow(buf, cfg.BatchBytes)
-		}
+	read := func(ctx context.Context, linger time.Duration) (diskqueue.Batch, error) {
+		b, next, err := e.queue.Read(ctx, buf, cfg.BatchBytes, linger)
+		buf = next
 		if b.Corrupt > 0 {
 			e.corrupt.Add(ctx, b.Corrupt)
 			e.logger.Error("Disk queue data failed its checksum and was skipped", zap.Int64("bytes", b.Corrupt))
@@ -189,25 +192,37 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 		return b, err
 	}
 	for {
-		first, err := read(true)
+		e.collecting.Lock()
+		collecting := true
+		stopCollecting := func() {
+			if collecting {
+				collecting = false
+				e.collecting.Unlock()
+			}
+		}
+		first, err := read(ctx, 0)
 		if err != nil {
+			stopCollecting()
 			return // the exporter is shutting down
 		}
 		window := []diskqueue.Batch{first}
-		start := time.Now()
+		intervalCtx, cancel := context.WithTimeout(ctx, cfg.FlushInterval)
+		deadline, _ := intervalCtx.Deadline()
 		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
-			if time.Since(start) >= cfg.FlushInterval {
+			if intervalCtx.Err() != nil {
+				stopCollecting() // the interval is over (or the exporter stopping)
 				return diskqueue.Batch{}, false
 			}
-			b, err := read(false)
+			b, err := read(intervalCtx, time.Until(deadline))
 			if err != nil {
+				stopCollecting()
 				return b, false
 			}
-			if len(b.Records) > 0 || b.Corrupt > 0 {
-				window = append(window, b) // committed with the rest, skipped data too
-			}
-			return b, len(b.Records) > 0
+			window = append(window, b) // committed with the rest, skipped data too
+			return b, true
 		})
+		cancel()
+		stopCollecting()
 		if err != nil && !e.retryWindow(ctx, window, err, &buf) {
 			return
 		}

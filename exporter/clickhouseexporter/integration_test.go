@@ -239,6 +239,31 @@ func TestDiskQueueDropsOnlyWhatClickHouseRefuses(t *testing.T) {
 	assert.Equal(t, int64(2), permanent, "the batch of three, then the bad record alone")
 }
 
+// TestDiskQueueInsertsOncePerInterval trickles spans into the queue, each
+// request alone smaller than a block, within one flush_interval: two
+// consumers deliver them in one insert, so ClickHouse writes one part
+// rather than one per moment the queue was empty.
+func TestDiskQueueInsertsOncePerInterval(t *testing.T) {
+	storeCfg := chtest.Config(t)
+	cfg := createDefaultConfig().(*Config)
+	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	cfg.DiskQueue = configoptional.Some(DiskQueueConfig{
+		Directory: t.TempDir(), MaxBytes: 1 << 20, BatchBytes: 4096, FlushInterval: 3 * time.Second, Consumers: 2,
+	})
+	exp, tt := startWithTelemetry(t, cfg, storeCfg)
+
+	for i := 0; i < 60; i += 5 {
+		require.NoError(t, exp.ConsumeTraces(context.Background(), spans("proj", i, 5)))
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := openStore(t, storeCfg)
+	require.Eventually(t, func() bool { return len(storedIDs(t, s, "proj")) == 60 }, 20*time.Second, 100*time.Millisecond)
+	assert.Equal(t, wantIDs(60), storedIDs(t, s, "proj"))
+	hist, err := tt.GetMetric("otelcol_exporter_glassbox_clickhouse_insert_duration")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), hist.Data.(metricdata.Histogram[float64]).DataPoints[0].Count, "inserts")
+}
+
 // withStorage starts a glassbox_storage extension over storeCfg, points
 // cfg at it and returns base with the extension added; the extension stops
 // when the test ends.
