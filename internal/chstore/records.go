@@ -138,6 +138,23 @@ type observationBatch struct {
 	sampleRate                                  []float64
 	eventTs                                     []uint64
 	experiment                                  [9][]string
+
+	// The rows' arrays (usage, cost, tags) are carved from these, so that
+	// decoding a row allocates nothing of its own.
+	stringArena []string
+	intArena    []int64
+	floatArena  []float64
+}
+
+// carve returns the next n elements of arena, growing it when full; what
+// was carved before stays valid (a grown arena leaves it in the old array).
+func carve[T any](arena *[]T, n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	start := len(*arena)
+	*arena = slices.Grow(*arena, n)[:start+n]
+	return (*arena)[start : start+n : start+n]
 }
 
 // columns lists every stored column with the slice that holds it, in insert
@@ -195,6 +212,7 @@ func (c *observationBatch) reset() {
 		*s = (*s)[:0]
 	}
 	c.usageValues, c.costValues = truncate(c.usageValues), truncate(c.costValues)
+	c.stringArena, c.intArena, c.floatArena = truncate(c.stringArena), c.intArena[:0], c.floatArena[:0]
 	c.totalCost, c.sampleRate = c.totalCost[:0], c.sampleRate[:0]
 	c.public, c.isRoot, c.eventTs = c.public[:0], c.isRoot[:0], c.eventTs[:0]
 }
@@ -241,13 +259,13 @@ func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
 	c.model = append(c.model, d.string())
 	c.modelParameters = append(c.modelParameters, d.string())
 	n := d.count()
-	keys, values := make([]string, n), make([]int64, n)
+	keys, values := carve(&c.stringArena, n), carve(&c.intArena, n)
 	for i := range n {
 		keys[i], values[i] = d.string(), d.varint()
 	}
 	c.usageKeys, c.usageValues = append(c.usageKeys, keys), append(c.usageValues, values)
 	n = d.count()
-	keys, costs := make([]string, n), make([]float64, n)
+	keys, costs := carve(&c.stringArena, n), carve(&c.floatArena, n)
 	for i := range n {
 		keys[i], costs[i] = d.string(), d.float()
 	}
@@ -261,7 +279,7 @@ func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
 	c.traceName = append(c.traceName, d.string())
 	c.userID = append(c.userID, d.string())
 	c.sessionID = append(c.sessionID, d.string())
-	tags := make([]string, d.count())
+	tags := carve(&c.stringArena, d.count())
 	for i := range tags {
 		tags[i] = d.string()
 	}

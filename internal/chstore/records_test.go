@@ -114,3 +114,22 @@ func TestARootSpansTraceInputIsWrittenOnce(t *testing.T) {
 	assert.Equal(t, []string{io}, c.traceInput)
 	assert.Equal(t, []string{io}, c.traceOutput)
 }
+
+// BenchmarkDecodeRecord decodes a record of 200 observations into a pooled
+// batch's columns, as each block of an insert does.
+func BenchmarkDecodeRecord(b *testing.B) {
+	var obs []model.Observation
+	for range 100 {
+		obs = append(obs, recordObservations()...)
+	}
+	rec := AppendObservationRecord(nil, obs)
+	var c observationBatch
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if err := c.decode(rec, 1); err != nil {
+			b.Fatal(err)
+		}
+		c.reset()
+	}
+}
