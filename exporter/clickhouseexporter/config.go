@@ -71,7 +71,7 @@ type DiskQueueConfig struct {
 	// an insert; it bounds the memory of each consumer.
 	BatchBytes int64 `mapstructure:"batch_bytes"`
 	// FlushInterval is how much traffic one insert takes, from its first
-	// record, and so about how long a span waits: ClickHouse does best with
+	// block, and so about how long a span waits: ClickHouse does best with
 	// few large inserts.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
 	// Consumers is how many inserts are in flight: one collects the queued

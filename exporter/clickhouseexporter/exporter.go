@@ -171,7 +171,7 @@ func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
 }
 
 // insertLoop delivers the queue's records in inserts that each collect
-// flush_interval of traffic, from the first record queued: it sends each
+// flush_interval of traffic, from their first block: it sends each
 // batch as one block as soon as batch_bytes are queued (or at the end of
 // the interval), so that ClickHouse writes one part per interval while the
 // collector holds one batch. One consumer collects at a time, so the parts
@@ -206,9 +206,17 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 			return // the exporter is shutting down
 		}
 		window := []diskqueue.Batch{first}
-		intervalCtx, cancel := context.WithTimeout(ctx, cfg.FlushInterval)
-		deadline, _ := intervalCtx.Deadline()
+		var intervalCtx context.Context
+		var deadline time.Time
+		cancel := context.CancelFunc(func() {})
 		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
+			if intervalCtx == nil {
+				// The interval starts once the insert is open and has its
+				// first block: a ClickHouse slow to answer makes a larger
+				// part, not two.
+				intervalCtx, cancel = context.WithTimeout(ctx, cfg.FlushInterval)
+				deadline, _ = intervalCtx.Deadline()
+			}
 			if intervalCtx.Err() != nil {
 				stopCollecting() // the interval is over (or the exporter stopping)
 				return diskqueue.Batch{}, false
