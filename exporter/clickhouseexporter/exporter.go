@@ -206,16 +206,16 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 			return // the exporter is shutting down
 		}
 		window := []diskqueue.Batch{first}
-		var intervalCtx context.Context
+		intervalCtx, endInterval := context.WithCancel(ctx)
 		var deadline time.Time
-		cancel := context.CancelFunc(func() {})
+		var timer *time.Timer
 		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
-			if intervalCtx == nil {
+			if timer == nil {
 				// The interval starts once the insert is open and has its
 				// first block: a ClickHouse slow to answer makes a larger
 				// part, not two.
-				intervalCtx, cancel = context.WithTimeout(ctx, cfg.FlushInterval)
-				deadline, _ = intervalCtx.Deadline()
+				deadline = time.Now().Add(cfg.FlushInterval)
+				timer = time.AfterFunc(cfg.FlushInterval, endInterval)
 			}
 			if intervalCtx.Err() != nil {
 				stopCollecting() // the interval is over (or the exporter stopping)
@@ -229,7 +229,10 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 			window = append(window, b) // committed with the rest, skipped data too
 			return b, true
 		})
-		cancel()
+		if timer != nil {
+			timer.Stop()
+		}
+		endInterval()
 		stopCollecting()
 		if err != nil && !e.retryWindow(ctx, window, err, &buf) {
 			return
