@@ -182,8 +182,7 @@ func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
 // committed once the insert succeeded.
 func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 	var buf []byte
-	read := func(ctx context.Context, linger time.Duration) (diskqueue.Batch, error) {
-		b, next, err := e.queue.Read(ctx, buf, cfg.BatchBytes, linger)
+	read := func(b diskqueue.Batch, next []byte, err error) (diskqueue.Batch, error) {
 		buf = next
 		if b.Corrupt > 0 {
 			e.corrupt.Add(ctx, b.Corrupt)
@@ -200,39 +199,31 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 				e.collecting.Unlock()
 			}
 		}
-		first, err := read(ctx, 0)
+		first, err := read(e.queue.Read(ctx, buf, cfg.BatchBytes))
 		if err != nil {
 			stopCollecting()
 			return // the exporter is shutting down
 		}
 		window := []diskqueue.Batch{first}
-		intervalCtx, endInterval := context.WithCancel(ctx)
 		var deadline time.Time
-		var timer *time.Timer
 		err = e.insertWindow(ctx, first, func() (diskqueue.Batch, bool) {
-			if timer == nil {
+			if deadline.IsZero() {
 				// The interval starts once the insert is open and has its
 				// first block: a ClickHouse slow to answer makes a larger
 				// part, not two.
 				deadline = time.Now().Add(cfg.FlushInterval)
-				timer = time.AfterFunc(cfg.FlushInterval, endInterval)
-			}
-			if intervalCtx.Err() != nil {
-				stopCollecting() // the interval is over (or the exporter stopping)
+			} else if !time.Now().Before(deadline) {
+				stopCollecting()
 				return diskqueue.Batch{}, false
 			}
-			b, err := read(intervalCtx, time.Until(deadline))
-			if err != nil {
-				stopCollecting()
+			b, err := read(e.queue.ReadBy(ctx, buf, cfg.BatchBytes, deadline))
+			if err != nil || (len(b.Records) == 0 && b.Corrupt == 0) {
+				stopCollecting() // stopping, or nothing came by the deadline
 				return b, false
 			}
 			window = append(window, b) // committed with the rest, skipped data too
 			return b, true
 		})
-		if timer != nil {
-			timer.Stop()
-		}
-		endInterval()
 		stopCollecting()
 		if err != nil && !e.retryWindow(ctx, window, err, &buf) {
 			return

@@ -283,42 +283,50 @@ type Batch struct {
 	start, end int64
 }
 
-// Read waits until records are queued, then until they add up to maxBytes
-// or linger has passed, and returns up to maxBytes of them (at least one,
-// however large) in buf's memory, from the oldest record not read. Records
-// read but not committed when the queue is closed are read again after the
-// next Open.
-func (q *Queue) Read(ctx context.Context, buf []byte, maxBytes int64, linger time.Duration) (Batch, []byte, error) {
-	var deadline <-chan time.Time
+// Read waits until records are queued and returns up to maxBytes of them
+// (at least one, however large) in buf's memory, from the oldest record not
+// read. Records read but not committed when the queue is closed are read
+// again after the next Open.
+func (q *Queue) Read(ctx context.Context, buf []byte, maxBytes int64) (Batch, []byte, error) {
+	if err := q.wait(ctx, func(queued int64) bool { return queued > 0 }, nil); err != nil {
+		return Batch{}, buf, err
+	}
+	return q.read(buf, maxBytes)
+}
+
+// ReadBy is Read for a batch due by deadline: it waits until maxBytes are
+// queued or the deadline has passed, then returns what is queued, up to
+// maxBytes: an empty batch when nothing is.
+func (q *Queue) ReadBy(ctx context.Context, buf []byte, maxBytes int64, deadline time.Time) (Batch, []byte, error) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	if err := q.wait(ctx, func(queued int64) bool { return queued >= maxBytes }, timer.C); err != nil {
+		return Batch{}, buf, err
+	}
+	return q.read(buf, maxBytes)
+}
+
+// wait returns once enough holds for the bytes queued and not read, or
+// once due fires.
+func (q *Queue) wait(ctx context.Context, enough func(queued int64) bool, due <-chan time.Time) error {
 	for {
 		q.mu.Lock()
 		closed, queued, appended := q.closed, q.end-q.next, q.appended
 		q.mu.Unlock()
 		if closed {
-			return Batch{}, buf, ErrClosed
+			return ErrClosed
 		}
-		if queued >= maxBytes || (queued > 0 && deadline == nil && linger <= 0) {
-			break
-		}
-		if queued > 0 && deadline == nil {
-			timer := time.NewTimer(linger)
-			defer timer.Stop()
-			deadline = timer.C
+		if enough(queued) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return Batch{}, buf, ctx.Err()
+			return ctx.Err()
 		case <-appended:
-		case <-deadline:
-			return q.read(buf, maxBytes)
+		case <-due:
+			return nil
 		}
 	}
-	return q.read(buf, maxBytes)
-}
-
-// ReadNow is Read without waiting: an empty batch when nothing is queued.
-func (q *Queue) ReadNow(buf []byte, maxBytes int64) (Batch, []byte, error) {
-	return q.read(buf, maxBytes)
 }
 
 // Reread returns b's records again, in buf's memory, for a delivery to

@@ -26,7 +26,7 @@ func open(t *testing.T, dir string, opts Options) *Queue {
 
 func records(t *testing.T, q *Queue, maxBytes int64) (Batch, []string) {
 	t.Helper()
-	b, _, err := q.Read(context.Background(), nil, maxBytes, 0)
+	b, _, err := q.Read(context.Background(), nil, maxBytes)
 	require.NoError(t, err)
 	var out []string
 	for _, r := range b.Records {
@@ -180,25 +180,47 @@ func TestOneProcessPerDirectory(t *testing.T) {
 	require.ErrorContains(t, err, "in use")
 }
 
-func TestReadWaitsForLingerOrAFullBatch(t *testing.T) {
+func TestReadWaitsForRecords(t *testing.T) {
 	q := open(t, t.TempDir(), Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := q.Read(ctx, nil, 100, time.Second)
+	_, _, err := q.Read(ctx, nil, 100)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "nothing queued: Read waits")
 
-	require.NoError(t, q.Append([]byte("a")))
-	start := time.Now()
-	b, _, err := q.Read(context.Background(), nil, 1<<20, 100*time.Millisecond)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		assert.NoError(t, q.Append([]byte("a")))
+	}()
+	b, _, err := q.Read(context.Background(), nil, 1<<20)
 	require.NoError(t, err)
-	assert.Len(t, b.Records, 1)
-	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "a small batch waits for linger")
+	assert.Len(t, b.Records, 1, "the first record queued ends the wait")
+}
+
+func TestReadByWaitsForTheDeadlineOrAFullBatch(t *testing.T) {
+	q := open(t, t.TempDir(), Options{})
+	start := time.Now()
+	b, _, err := q.ReadBy(context.Background(), nil, 100, start.Add(50*time.Millisecond))
+	require.NoError(t, err)
+	assert.Empty(t, b.Records, "nothing queued by the deadline: an empty batch")
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+
+	require.NoError(t, q.Append([]byte("a")))
+	start = time.Now()
+	b, _, err = q.ReadBy(context.Background(), nil, 1<<20, start.Add(100*time.Millisecond))
+	require.NoError(t, err)
+	assert.Len(t, b.Records, 1, "what is queued at the deadline")
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "a small batch waits for the deadline")
 
 	require.NoError(t, q.Append(make([]byte, 100)))
 	start = time.Now()
-	_, _, err = q.Read(context.Background(), nil, 50, time.Hour)
+	_, _, err = q.ReadBy(context.Background(), nil, 50, start.Add(time.Hour))
 	require.NoError(t, err)
 	assert.Less(t, time.Since(start), time.Second, "a full batch does not wait")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = q.ReadBy(ctx, nil, 50, time.Now().Add(time.Hour))
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestConcurrentAppendsAreEachReadOnce(t *testing.T) {
@@ -218,7 +240,7 @@ func TestConcurrentAppendsAreEachReadOnce(t *testing.T) {
 	for len(seen) < 1600 {
 		var b Batch
 		var err error
-		b, buf, err = q.Read(context.Background(), buf, 1000, time.Millisecond)
+		b, buf, err = q.Read(context.Background(), buf, 1000)
 		require.NoError(t, err)
 		for _, r := range b.Records {
 			seen[string(r)]++
@@ -237,7 +259,7 @@ func TestCloseEndsAWaitingRead(t *testing.T) {
 	require.NoError(t, err)
 	errc := make(chan error)
 	go func() {
-		_, _, err := q.Read(context.Background(), nil, 100, 0)
+		_, _, err := q.Read(context.Background(), nil, 100)
 		errc <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -245,18 +267,18 @@ func TestCloseEndsAWaitingRead(t *testing.T) {
 	require.ErrorIs(t, <-errc, ErrClosed)
 }
 
-func TestReadNowAndReread(t *testing.T) {
+func TestReadByNowAndReread(t *testing.T) {
 	q := open(t, t.TempDir(), Options{})
-	b, _, err := q.ReadNow(nil, 100)
+	b, _, err := q.ReadBy(context.Background(), nil, 100, time.Time{})
 	require.NoError(t, err)
 	assert.Empty(t, b.Records, "nothing queued: an empty batch at once")
 
 	for i := range 4 {
 		require.NoError(t, q.Append(fmt.Appendf(nil, "r%d", i)))
 	}
-	first, _, err := q.ReadNow(nil, 20)
+	first, _, err := q.ReadBy(context.Background(), nil, 20, time.Time{})
 	require.NoError(t, err)
-	second, _, err := q.ReadNow(nil, 1<<20)
+	second, _, err := q.ReadBy(context.Background(), nil, 1<<20, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, second.Records, 2)
 
@@ -278,7 +300,7 @@ func TestEveryWaitingReaderWakesUp(t *testing.T) {
 	got := make(chan int, 2)
 	for range 2 {
 		go func() {
-			b, _, err := q.Read(context.Background(), nil, 1, 0)
+			b, _, err := q.Read(context.Background(), nil, 1)
 			if err == nil {
 				got <- len(b.Records)
 			}
