@@ -12,9 +12,10 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 # connection takes the port before the server binds it (as
 # internal/testutil/freeport does for Go tests).
 free_port() {
-  # $$ is the script's pid in every $(free_port) subshell, so the file lists
-  # what this script was given already: two picks never share a port.
-  local port given="${TMPDIR:-/tmp}/glassbox-free-ports.$$"
+  # A $(free_port) subshell cannot tell the script what it gave, so the
+  # ports given are listed in the script's work directory (removed with it):
+  # two picks never share a port.
+  local port given="${work:?free_port needs the work directory of its script}/free-ports"
   for _ in $(seq 1 200); do
     port=$(( (SRANDOM % 12768) + 20000 ))
     grep -qx "$port" "$given" 2>/dev/null && continue
