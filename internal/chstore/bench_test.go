@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,3 +189,38 @@ func measureReads(b *testing.B, s *chstore.Store, r *rand.Rand, traces []benchTr
 type benchTraceRef struct{ project, id string }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkObservationInsert sends records of about 2,000 agent-mix rows as
+// blocks of one insert, as the exporter's consumer does, and reports the
+// client's CPU per row: ClickHouse runs in its own process, so
+// this is the collector's share alone.
+//
+//	GLASSBOX_TEST_CLICKHOUSE_DSN=clickhouse://127.0.0.1:19000 go test -run XXX -bench BenchmarkObservationInsert ./internal/chstore/
+func BenchmarkObservationInsert(b *testing.B) {
+	s := chtest.Store(b)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	start := time.Now().UnixMicro()
+	var records [][]byte
+	rows := 0
+	for i := 0; rows < 2_000; i++ {
+		obs := benchTrace(r, i, start+int64(i)*1_000, 1)
+		records = append(records, chstore.AppendObservationRecord(nil, obs))
+		rows += len(obs)
+	}
+	const blocksPerInsert = 10
+	self := strconv.Itoa(os.Getpid())
+	cpu0 := processCPU(b, self)
+	for b.Loop() {
+		ins, err := s.BeginObservationInsert(ctx)
+		require.NoError(b, err)
+		for range blocksPerInsert {
+			require.NoError(b, ins.Add(records))
+		}
+		_, err = ins.Send()
+		ins.Close()
+		require.NoError(b, err)
+	}
+	cpu := processCPU(b, self) - cpu0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*blocksPerInsert*rows), "client-cpu-ns/row")
+}

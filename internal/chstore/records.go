@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -46,12 +47,13 @@ func appendObservation(b []byte, o *model.Observation) []byte {
 	for _, s := range [...]string{o.Level, o.StatusMessage, o.Input, o.Output, jsonObject(o.Metadata), o.Model, o.ModelParameters} {
 		b = appendString(b, s)
 	}
+	var keys [16]string // the maps' keys, sorted; more than 16 is rare
 	b = binary.AppendUvarint(b, uint64(len(o.UsageDetails)))
-	for _, k := range keysInOrder(o.UsageDetails) {
+	for _, k := range keysInOrder(keys[:0], o.UsageDetails) {
 		b = binary.AppendVarint(appendString(b, k), o.UsageDetails[k])
 	}
 	b = binary.AppendUvarint(b, uint64(len(o.CostDetails)))
-	for _, k := range keysInOrder(o.CostDetails) {
+	for _, k := range keysInOrder(keys[:0], o.CostDetails) {
 		b = binary.LittleEndian.AppendUint64(appendString(b, k), math.Float64bits(o.CostDetails[k]))
 	}
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(totalCost(o.CostDetails)))
@@ -99,12 +101,9 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// keysInOrder returns m's keys sorted, so that equal maps are stored as equal arrays.
-func keysInOrder[V any](m map[string]V) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
+// keysInOrder appends m's keys to keys and sorts them, so that equal maps
+// are stored as equal arrays.
+func keysInOrder[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -422,6 +421,8 @@ type ObservationInsert struct {
 	detach   func() bool
 	storedAt uint64
 	rows     int
+	// lowCardinality marks the columns the server declared LowCardinality.
+	lowCardinality []bool
 }
 
 // BeginObservationInsert starts an insert; Send ends it, Close releases it.
@@ -430,7 +431,11 @@ func (s *Store) BeginObservationInsert(ctx context.Context) (*ObservationInsert,
 	if err != nil {
 		return nil, err
 	}
-	return &ObservationInsert{s: s, batch: batch, detach: detach, storedAt: uint64(time.Now().UnixMicro())}, nil
+	ins := &ObservationInsert{s: s, batch: batch, detach: detach, storedAt: uint64(time.Now().UnixMicro())}
+	for _, col := range batch.Columns() {
+		ins.lowCardinality = append(ins.lowCardinality, strings.HasPrefix(string(col.Type()), "LowCardinality("))
+	}
+	return ins, nil
 }
 
 // Add decodes records into the insert's columns and sends them as a block.
@@ -449,13 +454,42 @@ func (ins *ObservationInsert) Add(records [][]byte) error {
 		return nil
 	}
 	for i, col := range c.columns() {
-		if err := ins.batch.Column(i).Append(col.values); err != nil {
+		if err := appendColumn(ins.batch.Column(i), ins.lowCardinality[i], col.values); err != nil {
 			return fmt.Errorf("%w: column %s: %w", ErrInvalid, col.name, err)
 		}
 	}
 	ins.rows += c.rows
 	if err := ins.batch.Flush(); err != nil {
 		return fmt.Errorf("insert %d observations: %w", c.rows, unavailable(err))
+	}
+	return nil
+}
+
+// appendColumn appends a block's values to its column. The driver takes a
+// column of strings in one copy, but a LowCardinality column or a column of
+// arrays by reflection, value by value; row by row, those take the driver's
+// typed path instead.
+func appendColumn(col driver.BatchColumn, lowCardinality bool, values any) error {
+	switch rows := values.(type) {
+	case []string:
+		if lowCardinality {
+			return appendRows(col, rows)
+		}
+	case [][]string:
+		return appendRows(col, rows)
+	case [][]int64:
+		return appendRows(col, rows)
+	case [][]float64:
+		return appendRows(col, rows)
+	}
+	return col.Append(values)
+}
+
+func appendRows[T any](col driver.BatchColumn, rows []T) error {
+	for _, row := range rows {
+		if err := col.AppendRow(row); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -133,3 +133,18 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		c.reset()
 	}
 }
+
+// BenchmarkEncodeRecord encodes 200 observations into a reused record, as
+// the exporter does for each request before it queues it.
+func BenchmarkEncodeRecord(b *testing.B) {
+	var obs []model.Observation
+	for range 100 {
+		obs = append(obs, recordObservations()...)
+	}
+	var rec []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		rec = AppendObservationRecord(rec[:0], obs)
+	}
+	b.SetBytes(int64(len(rec)))
+}

@@ -107,7 +107,7 @@ var rollupAggregations = map[string]bool{"sum": true, "avg": true, "count": true
 
 func rollupMeasureColumns() string {
 	var b strings.Builder
-	for _, n := range keysInOrder(rollupMeasures) {
+	for _, n := range keysInOrder(nil, rollupMeasures) {
 		m := rollupMeasures[n]
 		fmt.Fprintf(&b, ",\n\t%[1]s_sum Float64,\n\t%[1]s_min Nullable(Float64),\n\t%[1]s_max Nullable(Float64)", m.col)
 		if m.nullable {
@@ -632,7 +632,7 @@ func (s *Store) rollUp(ctx context.Context, projectID string, days []time.Time) 
 		dayArgs[i] = d.Format(dayLayout)
 	}
 	var cols, aggs []string
-	for _, n := range keysInOrder(rollupMeasures) {
+	for _, n := range keysInOrder(nil, rollupMeasures) {
 		rm, x := rollupMeasures[n], observationsView.measures[n].expr
 		cols = append(cols, rm.col+"_sum", rm.col+"_min", rm.col+"_max")
 		aggs = append(aggs, "toFloat64(ifNull(sum("+x+"), 0))", "CAST(min("+x+") AS Nullable(Float64))", "CAST(max("+x+") AS Nullable(Float64))")
