@@ -129,3 +129,35 @@ func BenchmarkObservations(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPriceFields reads the pricing fields of generations whose usage
+// and cost details are flat JSON objects, as the SDKs send usage and as the
+// cost processor writes both: what the processor and then the exporter read.
+func BenchmarkPriceFields(b *testing.B) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(model.ProjectIDAttribute, "proj-bench")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("langfuse-sdk")
+	for i := range benchSpans {
+		a := ss.Spans().AppendEmpty().Attributes()
+		a.PutStr("langfuse.observation.type", "generation")
+		a.PutStr("langfuse.observation.model.name", "gpt-4o-mini")
+		a.PutStr(model.UsageDetailsAttribute, fmt.Sprintf(`{"input":%d,"input_cached_tokens":1024,"output":%d,"total":%d}`, 600+i, 61+i, 1685+2*i))
+		a.PutStr(model.CostDetailsAttribute, fmt.Sprintf(`{"input":%g,"input_cached_tokens":7.68e-05,"output":%g,"total":%g}`, 9e-05+float64(i)*1.5e-07, 3.66e-05+float64(i)*6e-07, 0.0002034+float64(i)*7.5e-07))
+	}
+	spans := ss.Spans()
+	reader := NewPriceReader(time.Now())
+	defer reader.Close()
+	reader.SetResource(rs.Resource())
+	reader.SetScope(ss.Scope())
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range spans.Len() {
+			if o := reader.Read(spans.At(i)); len(o.CostDetails) != 4 || len(o.UsageDetails) != 4 {
+				b.Fatalf("read usage %v and cost %v", o.UsageDetails, o.CostDetails)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchSpans), "ns/span")
+}

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,45 @@ func FuzzValidJSON(f *testing.F) {
 		}
 		if got, want := isJSON(s), json.Valid([]byte(s)); got != want {
 			t.Fatalf("isJSON(%q) = %v, encoding/json says %v", s, got, want)
+		}
+	})
+}
+
+// FuzzFlatNumbers checks the one-pass reader of usage and cost objects
+// against the general one: whatever it accepts must be a JSON object whose
+// members eachMember and rawNumber read the same, in the same order.
+func FuzzFlatNumbers(f *testing.F) {
+	for _, s := range []string{
+		`{"input":1650,"output":61,"total":1711}`, ` { "a" : -0 , "b":1.5e-7 } `, `{}`, `{"a":-0.0}`,
+		`{"a":1e400}`, `{"a":"1"}`, `{"a":{"b":1}}`, `{"a\u0041":1}`, `{"a":1,}`, `{"a":1}x`, `{"a":01}`,
+		`{"a":1234567890123456}`, `{"a":-999999999999999}`, `{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"9":9}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf [8]numberMember
+		fast, ok := appendFlatNumbers(buf[:0], s)
+		if !ok {
+			return
+		}
+		if !isJSONObject(s) {
+			t.Fatalf("appendFlatNumbers accepted %q, which is not a JSON object", s)
+		}
+		var general []numberMember
+		eachMember(s, func(k, raw string) {
+			n, ok := rawNumber(raw)
+			if raw[0] == '"' || !ok {
+				t.Fatalf("appendFlatNumbers accepted %q, whose member %q is %s", s, k, raw)
+			}
+			general = append(general, numberMember{k, n})
+		})
+		if len(fast) != len(general) {
+			t.Fatalf("%q: %d members, eachMember finds %d", s, len(fast), len(general))
+		}
+		for i := range fast {
+			if fast[i].key != general[i].key || math.Float64bits(fast[i].n) != math.Float64bits(general[i].n) {
+				t.Fatalf("%q: member %d is %q=%v, eachMember reads %q=%v", s, i, fast[i].key, fast[i].n, general[i].key, general[i].n)
+			}
 		}
 	})
 }

@@ -443,6 +443,86 @@ func rawNumber(raw string) (float64, bool) {
 	return parseNumber(raw)
 }
 
+// numberMember is one member of a JSON object of numbers.
+type numberMember struct {
+	key string
+	n   float64
+}
+
+// appendFlatNumbers reads s in one pass when it is a JSON object of at most
+// cap(dst)-len(dst) numbers under keys without escapes: the shape usage and
+// cost details almost always take, and the one the cost processor writes.
+// It appends the members and reports true; for anything else it reports
+// false, and what it appended is to be dropped: the general reader
+// (isJSONObject, then eachMember) decides, with the same result.
+func appendFlatNumbers(dst []numberMember, s string) ([]numberMember, bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return dst, false
+	}
+	if i = skipSpace(s, i+1); i < len(s) && s[i] == '}' {
+		return dst, skipSpace(s, i+1) == len(s)
+	}
+	for len(dst) < cap(dst) {
+		if i >= len(s) || s[i] != '"' {
+			return dst, false
+		}
+		end := i + 1
+		for end < len(s) && s[end] != '"' && s[end] != '\\' && s[end] >= 0x20 {
+			end++
+		}
+		if end >= len(s) || s[end] != '"' {
+			return dst, false
+		}
+		key := s[i+1 : end]
+		if i = skipSpace(s, end+1); i >= len(s) || s[i] != ':' {
+			return dst, false
+		}
+		if i = skipSpace(s, i+1); i >= len(s) {
+			return dst, false
+		}
+		numEnd, ok := validNumber(s, i)
+		if !ok {
+			return dst, false
+		}
+		n, ok := numberValue(s[i:numEnd])
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, numberMember{key, n})
+		switch i = skipSpace(s, numEnd); {
+		case i < len(s) && s[i] == '}':
+			return dst, skipSpace(s, i+1) == len(s)
+		case i < len(s) && s[i] == ',':
+			i = skipSpace(s, i+1)
+		default:
+			return dst, false
+		}
+	}
+	return dst, false
+}
+
+// numberValue is the value of a valid JSON number; plain integers of up to
+// 15 digits, which float64 holds exactly, are read without ParseFloat.
+func numberValue(num string) (float64, bool) {
+	digits := strings.TrimPrefix(num, "-")
+	if len(digits) <= 15 {
+		var n int64
+		for j := 0; j < len(digits); j++ {
+			c := digits[j]
+			if c < '0' || c > '9' {
+				return parseNumber(num)
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if len(digits) < len(num) {
+			return -float64(n), true // -0 stays negative, as ParseFloat has it
+		}
+		return float64(n), true
+	}
+	return parseNumber(num)
+}
+
 // parseNumber parses decimal text such as "12" or " 0.5 ".
 func parseNumber(s string) (float64, bool) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)

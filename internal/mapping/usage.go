@@ -267,8 +267,7 @@ func (m *mapper) usage() map[string]int64 {
 	a := &m.a
 	raw := m.usageRaw[:0]
 	defer func() { m.usageRaw = raw[:0] }()
-	if s := a.obsUsage.str(); s != "" && isJSONObject(s) {
-		flattenNumbers(&raw, "", s, 0)
+	if s := a.obsUsage.str(); s != "" && usageObject(&raw, s) {
 		if u := normalizeUsage(raw); u != nil {
 			return u
 		}
@@ -396,22 +395,53 @@ func flattenNumbers(dst *usagePairs, prefix, obj string, depth int) {
 	})
 }
 
+// usageObject reads the whole-number counts of the JSON object s into dst,
+// flattening nested objects; it reports false when s is not an object.
+func usageObject(dst *usagePairs, s string) bool {
+	var buf [8]numberMember
+	if members, ok := appendFlatNumbers(buf[:0], s); ok {
+		for _, mb := range members {
+			if mb.n == float64(int64(mb.n)) {
+				dst.set(mb.key, int64(mb.n))
+			}
+		}
+		return true
+	}
+	if !isJSONObject(s) {
+		return false
+	}
+	flattenNumbers(dst, "", s, 0)
+	return true
+}
+
 // cost extracts cost details in USD.
 func (m *mapper) cost() map[string]float64 {
 	a := &m.a
-	if s := a.obsCost.str(); s != "" && isJSONObject(s) {
+	if s := a.obsCost.str(); s != "" {
+		var buf [8]numberMember
+		members, ok := appendFlatNumbers(buf[:0], s)
+		if !ok {
+			members = members[:0]
+			if isJSONObject(s) {
+				eachMember(s, func(k, raw string) {
+					if raw[0] == '"' {
+						return // only numbers are costs
+					}
+					if f, ok := rawNumber(raw); ok {
+						members = append(members, numberMember{k, f})
+					}
+				})
+			}
+		}
 		var out map[string]float64
-		eachMember(s, func(k, raw string) {
-			if raw[0] == '"' {
-				return // only numbers are costs
-			}
-			if f, ok := rawNumber(raw); ok && f >= 0 {
+		for _, mb := range members {
+			if mb.n >= 0 {
 				if out == nil {
-					out = make(map[string]float64)
+					out = make(map[string]float64, len(members))
 				}
-				out[k] = f
+				out[mb.key] = mb.n
 			}
-		})
+		}
 		if out != nil {
 			return out
 		}
