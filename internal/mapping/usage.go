@@ -146,6 +146,13 @@ func (ps *usagePairs) set(key string, n int64) {
 	*ps = append(*ps, usagePair{key, n})
 }
 
+// setCount sets key to f when f is a whole number: counts are not fractions.
+func (ps *usagePairs) setCount(key string, f float64) {
+	if f == float64(int64(f)) {
+		ps.set(key, int64(f))
+	}
+}
+
 func (ps usagePairs) get(key string) (int64, bool) {
 	for _, p := range ps {
 		if p.key == key {
@@ -389,8 +396,8 @@ func flattenNumbers(dst *usagePairs, prefix, obj string, depth int) {
 			flattenNumbers(dst, key, raw, depth+1)
 			return
 		}
-		if f, ok := rawNumber(raw); ok && f == float64(int64(f)) {
-			dst.set(key, int64(f))
+		if f, ok := rawNumber(raw); ok {
+			dst.setCount(key, f)
 		}
 	})
 }
@@ -401,9 +408,7 @@ func usageObject(dst *usagePairs, s string) bool {
 	var buf [8]numberMember
 	if members, ok := appendFlatNumbers(buf[:0], s); ok {
 		for _, mb := range members {
-			if mb.n == float64(int64(mb.n)) {
-				dst.set(mb.key, int64(mb.n))
-			}
+			dst.setCount(mb.key, mb.n)
 		}
 		return true
 	}
