@@ -56,6 +56,12 @@ var migrations = []migration{
 		createTable(scoreTracesDailyTable),
 		createTable(scoreTracesDailyDaysTable),
 	}},
+	{version: 8, steps: []step{
+		addColumn(observationsTable, "trace_input_is_input", "UInt8"),
+		addColumn(observationsTable, "trace_output_is_output", "UInt8"),
+		addColumn(observationsTable, "trace_input_value", "String ALIAS "+traceInputValue),
+		addColumn(observationsTable, "trace_output_value", "String ALIAS "+traceOutputValue),
+	}},
 }
 
 // experimentColumns are the steps that add the experiment runner's fields

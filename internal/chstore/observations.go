@@ -61,7 +61,7 @@ var observationReadColumns = strings.Join([]string{
 	"level", "status_message", "input", "output", "metadata",
 	"model", "model_parameters", "usage_keys", "usage_values", "cost_keys", "cost_values",
 	"prompt_name", "prompt_version", "environment", "release", "version",
-	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input", "trace_output", "is_root",
+	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input_value", "trace_output_value", "is_root",
 	"service_name", "scope_name", "scope_version", "sample_rate", "event_ts",
 }, ", ")
 
@@ -70,7 +70,7 @@ var observationReadColumns = strings.Join([]string{
 var observationOutlineColumns = strings.NewReplacer(
 	"status_message, input, output, metadata,", "status_message, '' AS input, '' AS output, '{}' AS metadata,",
 	"model_parameters,", "'' AS model_parameters,",
-	"trace_metadata, trace_input, trace_output,", "'{}' AS trace_metadata, '' AS trace_input, '' AS trace_output,",
+	"trace_metadata, trace_input_value, trace_output_value,", "'{}' AS trace_metadata, '' AS trace_input_value, '' AS trace_output_value,",
 ).Replace(observationReadColumns)
 
 func scanObservation(r rowScanner) (Observation, error) {

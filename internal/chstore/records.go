@@ -83,7 +83,8 @@ func appendObservation(b []byte, o *model.Observation) []byte {
 
 // appendCopy writes s, or only a mark when it equals same, an earlier field
 // of the row: a root span's input and output stand for its trace's, and
-// writing them twice would double what LLM spans cost on disk.
+// writing them twice would double what LLM spans cost on disk. The stored
+// row keeps the mark too (trace_input_is_input).
 func appendCopy(b []byte, s, same string) []byte {
 	if s != "" && s == same {
 		return append(b, fieldSame)
@@ -133,6 +134,7 @@ type observationBatch struct {
 	tags                                        [][]string
 	public, isRoot                              []uint8
 	traceMetadata, traceInput, traceOutput      []string
+	traceInputIsInput, traceOutputIsOutput      []uint8
 	serviceName, scopeName, scopeVersion        []string
 	sampleRate                                  []float64
 	eventTs                                     []uint64
@@ -179,7 +181,8 @@ func (c *observationBatch) columns() []struct {
 		{"environment", c.environment}, {"release", c.release}, {"version", c.version},
 		{"trace_name", c.traceName}, {"user_id", c.userID}, {"session_id", c.sessionID}, {"tags", c.tags},
 		{"public", c.public}, {"trace_metadata", c.traceMetadata}, {"trace_input", c.traceInput},
-		{"trace_output", c.traceOutput}, {"is_root", c.isRoot},
+		{"trace_output", c.traceOutput}, {"trace_input_is_input", c.traceInputIsInput},
+		{"trace_output_is_output", c.traceOutputIsOutput}, {"is_root", c.isRoot},
 		{"service_name", c.serviceName}, {"scope_name", c.scopeName}, {"scope_version", c.scopeVersion},
 		{"sample_rate", c.sampleRate}, {"event_ts", c.eventTs},
 	}
@@ -214,6 +217,7 @@ func (c *observationBatch) reset() {
 	c.stringArena, c.intArena, c.floatArena = truncate(c.stringArena), c.intArena[:0], c.floatArena[:0]
 	c.totalCost, c.sampleRate = c.totalCost[:0], c.sampleRate[:0]
 	c.public, c.isRoot, c.eventTs = c.public[:0], c.isRoot[:0], c.eventTs[:0]
+	c.traceInputIsInput, c.traceOutputIsOutput = c.traceInputIsInput[:0], c.traceOutputIsOutput[:0]
 }
 
 func truncate[T any](s []T) []T {
@@ -285,8 +289,10 @@ func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
 	c.tags = append(c.tags, tags)
 	c.public = append(c.public, d.byte())
 	c.traceMetadata = append(c.traceMetadata, d.string())
-	c.traceInput = append(c.traceInput, d.copy(c.input[len(c.input)-1]))
-	c.traceOutput = append(c.traceOutput, d.copy(c.output[len(c.output)-1]))
+	text, same := d.copy()
+	c.traceInput, c.traceInputIsInput = append(c.traceInput, text), append(c.traceInputIsInput, same)
+	text, same = d.copy()
+	c.traceOutput, c.traceOutputIsOutput = append(c.traceOutput, text), append(c.traceOutputIsOutput, same)
 	c.isRoot = append(c.isRoot, d.byte())
 	c.serviceName = append(c.serviceName, d.string())
 	c.scopeName = append(c.scopeName, d.string())
@@ -363,19 +369,20 @@ func (d *recordReader) float() float64 {
 	return v
 }
 
-// copy reads what appendCopy wrote, given the earlier field.
-func (d *recordReader) copy(same string) string {
+// copy reads what appendCopy wrote: the field's own text, or same = 1 and
+// no text when it equals the earlier field.
+func (d *recordReader) copy() (text string, same uint8) {
 	switch d.byte() {
 	case fieldOwn:
-		return d.string()
+		return d.string(), 0
 	case fieldSame:
-		return same
+		return "", 1
 	}
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: unknown field mark", errRecord)
 	}
 	d.b = nil
-	return ""
+	return "", 0
 }
 
 // string returns the next string without copying it: the insert copies it

@@ -111,6 +111,43 @@ func TestTraceNameFallsBackToRootSpan(t *testing.T) {
 	assert.Equal(t, "handle-request", got.Name)
 }
 
+// A root span's input and output that stand for its trace's are stored once;
+// a root stored before that, with its own copy, reads the same way.
+func TestATraceInputTakenFromTheRootIsStoredOnce(t *testing.T) {
+	s := chtest.Store(t)
+	ctx := context.Background()
+	const flagged, unflagged = "cccc0000000000000000000000000000", "dddd0000000000000000000000000000"
+	obs := traceOf("proj", flagged, base)
+	require.NoError(t, s.InsertObservations(ctx, obs))
+	require.NoError(t, s.InsertUnflaggedRoot(ctx, "proj", unflagged, "old-root", base+second, `{"q":"older"}`, `"reply"`))
+
+	in, out, err := s.StoredTraceText(ctx, "proj", flagged, obs[0].ID)
+	require.NoError(t, err)
+	assert.Empty(t, in+out, "written once, as the root's input and output")
+	in, _, err = s.StoredTraceText(ctx, "proj", unflagged, "old-root")
+	require.NoError(t, err)
+	assert.Equal(t, `{"q":"older"}`, in)
+
+	for trace, want := range map[string][2]string{flagged: {`{"q":"hi"}`, `"hello"`}, unflagged: {`{"q":"older"}`, `"reply"`}} {
+		got, err := s.GetTrace(ctx, "proj", trace)
+		require.NoError(t, err)
+		assert.Equal(t, want, [2]string{got.Input, got.Output}, trace)
+		root := got.Observations[0]
+		assert.Equal(t, want, [2]string{root.TraceInput, root.TraceOutput}, trace)
+	}
+	for text, want := range map[string][]string{`"q":"hi"`: {flagged}, `reply`: {unflagged}, `"q":"`: {unflagged, flagged}} {
+		list, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj", Filters: []chstore.Filter{
+			{Column: "inputOutput", Type: "string", Operator: "contains", Value: text}}})
+		require.NoError(t, err)
+		var ids []string
+		for _, tr := range list {
+			ids = append(ids, tr.ID)
+			assert.NotEmpty(t, tr.Input, tr.ID)
+		}
+		assert.Equal(t, want, ids, text)
+	}
+}
+
 func TestDuplicateInsertsReadOnce(t *testing.T) {
 	s := chtest.Store(t)
 	ctx := context.Background()

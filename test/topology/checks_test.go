@@ -225,12 +225,18 @@ func (tp *topology) readFrom(t *testing.T, base string, sample []string, acked m
 	v := readView{Traces: map[string][]string{}, Sessions: map[string][]string{}}
 	for _, tid := range sample {
 		var tr struct {
+			Input struct {
+				Q string `json:"q"`
+			} `json:"input"`
 			Observations []struct {
 				ID string `json:"id"`
 			} `json:"observations"`
 		}
 		if err := tp.getJSON(t, base, "/api/public/traces/"+tid, &tr); err != nil {
 			return v, err
+		}
+		if len(tr.Observations) > 0 && tr.Input.Q != "hello" {
+			return v, fmt.Errorf("trace %s: input %q, want the root span's input", tid, tr.Input.Q)
 		}
 		var ids []string
 		for _, o := range tr.Observations {
