@@ -36,8 +36,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-
-	"github.com/glassbox-dev/glassbox/internal/chstore"
 )
 
 type result struct {
@@ -119,7 +117,7 @@ func main() {
 	res, start, err := run(sig, pool, *url, *user, *pass, *duration, *workers, *rate, &w)
 	res.Mix, res.PoolRequests, res.TextGzipRatio, res.RateTarget = *mix, len(pool), ratio, *rate
 	if err == nil && *chDSN != "" {
-		err = waitStored(&res, start, chstore.Config{DSN: *chDSN, Database: *chDatabase, QueryTimeout: time.Minute}, *project, *storeTimeout)
+		err = waitStored(&res, start, *chDSN, *chDatabase, *project, *storeTimeout)
 	}
 	if err == nil {
 		err = w.stored(&res)
@@ -301,39 +299,32 @@ func (b *reusableBody) Close() error {
 	return nil
 }
 
-// waitStored polls until every acknowledged span is readable. Counting
-// through the read path sorts every stored key, which would weigh on the
-// ClickHouse CPU being measured, so a plain row count is polled first and
-// the read path confirms once it is reached.
-func waitStored(res *result, start time.Time, cfg chstore.Config, project string, timeout time.Duration) error {
+// waitStored polls until every acknowledged span is stored. Counting
+// distinct spans sorts every stored key, which would weigh on the ClickHouse
+// CPU being measured, so a plain row count is polled first and the distinct
+// count, the spans a read returns, confirms once it is reached. Plain SQL,
+// not the read path, so that pipelines of older schema versions are measured
+// the same way.
+func waitStored(res *result, start time.Time, dsn, database, project string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	store, err := chstore.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	opts, err := clickhouse.ParseDSN(cfg.DSN)
+	opts, err := clickhouse.ParseDSN(dsn)
 	if err != nil {
 		return err
 	}
 	db := clickhouse.OpenDB(opts)
 	defer db.Close()
-	rows := "SELECT count() FROM `" + cfg.Database + "`.observations WHERE project_id = ?"
+	table := "`" + database + "`.observations WHERE project_id = ?"
 	stored := 0
 	var lastErr error
 	for {
-		var raw uint64
-		err := db.QueryRowContext(ctx, rows, project).Scan(&raw)
-		// Rows may hold a span twice (an insert retried), so the read path
-		// has the last word; it also answers when the plain count cannot.
-		if err != nil || int64(raw) >= res.Spans {
-			page, err := store.ListObservations(ctx, chstore.ObservationFilter{ProjectID: project, Page: 1, Limit: 1})
-			if err == nil {
-				stored = page.Total
-			}
-			lastErr = err
-			if err == nil && int64(stored) >= res.Spans {
+		var rows, spans uint64
+		lastErr = db.QueryRowContext(ctx, "SELECT count() FROM "+table, project).Scan(&rows)
+		// Rows may hold a span twice (an insert retried).
+		if lastErr == nil && int64(rows) >= res.Spans {
+			lastErr = db.QueryRowContext(ctx, "SELECT uniqExact(trace_id, id) FROM "+table, project).Scan(&spans)
+			stored = int(spans)
+			if lastErr == nil && int64(stored) >= res.Spans {
 				res.StoredSpans = stored
 				res.StoredSeconds = time.Since(start).Seconds()
 				res.StoredSpansPerSecond = float64(stored) / res.StoredSeconds
@@ -343,7 +334,7 @@ func waitStored(res *result, start time.Time, cfg chstore.Config, project string
 		select {
 		case <-ctx.Done():
 			res.StoredSpans = stored
-			return fmt.Errorf("only %d of %d spans readable after %s (last read error: %w)", stored, res.Spans, timeout, lastErr)
+			return fmt.Errorf("only %d of %d spans stored after %s (last error: %v)", stored, res.Spans, timeout, lastErr)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
