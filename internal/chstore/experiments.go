@@ -154,7 +154,7 @@ func (s *Store) ListExperimentItems(ctx context.Context, q ExperimentSearch) ([]
 	}
 	columns := []string{"id", "trace_id", "start_time_us", "end_time_us", "level", "environment",
 		"experiment_id", "experiment_name", "experiment_item_id", "experiment_dataset_id"}
-	details := []string{"input", "output", "experiment_item_expected_output", "metadata",
+	details := []string{"input_value", "output_value", "experiment_item_expected_output", "metadata",
 		"experiment_item_metadata", "experiment_metadata", "experiment_description"}
 	if q.Details {
 		columns = append(columns, details...)

@@ -235,16 +235,16 @@ func (s *Store) ActivePartitions(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// StoredTraceText returns an observation's trace_input and trace_output
-// columns as stored, before trace_input_value resolves them.
-func (s *Store) StoredTraceText(ctx context.Context, projectID, traceID, id string) (input, output string, err error) {
-	err = s.query(ctx, "SELECT trace_input, trace_output FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND trace_id = ? AND id = ?",
+// StoredText returns an observation's input and output columns as stored,
+// before input_value and output_value resolve them.
+func (s *Store) StoredText(ctx context.Context, projectID, traceID, id string) (input, output string, err error) {
+	err = s.query(ctx, "SELECT input, output FROM "+s.ddl.name(observationsTable)+" WHERE project_id = ? AND trace_id = ? AND id = ?",
 		[]any{projectID, traceID, id}, func(r rowScanner) error { return r.Scan(&input, &output) })
 	return input, output, err
 }
 
 // InsertUnflaggedRoot stores a root span as writers did before
-// trace_input_is_input: its input and output written again as the trace's.
+// input_is_trace_input: its input and output written again as the trace's.
 func (s *Store) InsertUnflaggedRoot(ctx context.Context, projectID, traceID, id string, startUs int64, input, output string) error {
 	return s.insert(ctx, s.ddl.name(observationsTable), []string{"project_id", "trace_id", "id", "start_time", "start_time_us",
 		"is_root", "input", "output", "trace_input", "trace_output", "metadata", "trace_metadata", "event_ts"}, 1,

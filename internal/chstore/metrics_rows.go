@@ -169,7 +169,7 @@ func (s *Store) traceRows(projectID string, w window, plan rowsPlan) *sqlb {
 		columns += ", trace_metadata"
 	}
 	if plan.text {
-		columns += ", " + traceTextColumns
+		columns += ", trace_input, trace_output"
 	}
 	// A trace's timestamp is its first span's start: rows are read from a
 	// lookback before the window so that a trace that began before it is

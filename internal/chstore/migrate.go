@@ -57,10 +57,10 @@ var migrations = []migration{
 		createTable(scoreTracesDailyDaysTable),
 	}},
 	{version: 8, steps: []step{
-		addColumn(observationsTable, "trace_input_is_input", "UInt8"),
-		addColumn(observationsTable, "trace_output_is_output", "UInt8"),
-		addColumn(observationsTable, "trace_input_value", "String ALIAS "+traceInputValue),
-		addColumn(observationsTable, "trace_output_value", "String ALIAS "+traceOutputValue),
+		addColumn(observationsTable, "input_is_trace_input", "UInt8"),
+		addColumn(observationsTable, "output_is_trace_output", "UInt8"),
+		addColumn(observationsTable, "input_value", "String ALIAS "+inputValue),
+		addColumn(observationsTable, "output_value", "String ALIAS "+outputValue),
 	}},
 }
 

@@ -58,19 +58,19 @@ type ObservationPage struct {
 var observationReadColumns = strings.Join([]string{
 	"project_id", "trace_id", "id", "parent_id", "type", "name",
 	"start_time_us", "end_time_us", "completion_start_time_us",
-	"level", "status_message", "input", "output", "metadata",
+	"level", "status_message", "input_value", "output_value", "metadata",
 	"model", "model_parameters", "usage_keys", "usage_values", "cost_keys", "cost_values",
 	"prompt_name", "prompt_version", "environment", "release", "version",
-	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input_value", "trace_output_value", "is_root",
+	"trace_name", "user_id", "session_id", "tags", "public", "trace_metadata", "trace_input", "trace_output", "is_root",
 	"service_name", "scope_name", "scope_version", "sample_rate", "event_ts",
 }, ", ")
 
 // observationOutlineColumns read the same columns without the text of
 // inputs, outputs and metadata: what drawing a trace's tree needs.
 var observationOutlineColumns = strings.NewReplacer(
-	"status_message, input, output, metadata,", "status_message, '' AS input, '' AS output, '{}' AS metadata,",
+	"status_message, input_value, output_value, metadata,", "status_message, '' AS input_value, '' AS output_value, '{}' AS metadata,",
 	"model_parameters,", "'' AS model_parameters,",
-	"trace_metadata, trace_input_value, trace_output_value,", "'{}' AS trace_metadata, '' AS trace_input_value, '' AS trace_output_value,",
+	"trace_metadata, trace_input, trace_output,", "'{}' AS trace_metadata, '' AS trace_input, '' AS trace_output,",
 ).Replace(observationReadColumns)
 
 func scanObservation(r rowScanner) (Observation, error) {

@@ -84,7 +84,7 @@ func appendObservation(b []byte, o *model.Observation) []byte {
 // appendCopy writes s, or only a mark when it equals same, an earlier field
 // of the row: a root span's input and output stand for its trace's, and
 // writing them twice would double what LLM spans cost on disk. The stored
-// row keeps the mark too (trace_input_is_input).
+// row keeps the mark too (input_is_trace_input).
 func appendCopy(b []byte, s, same string) []byte {
 	if s != "" && s == same {
 		return append(b, fieldSame)
@@ -134,7 +134,7 @@ type observationBatch struct {
 	tags                                        [][]string
 	public, isRoot                              []uint8
 	traceMetadata, traceInput, traceOutput      []string
-	traceInputIsInput, traceOutputIsOutput      []uint8
+	inputIsTraceInput, outputIsTraceOutput      []uint8
 	serviceName, scopeName, scopeVersion        []string
 	sampleRate                                  []float64
 	eventTs                                     []uint64
@@ -181,8 +181,8 @@ func (c *observationBatch) columns() []struct {
 		{"environment", c.environment}, {"release", c.release}, {"version", c.version},
 		{"trace_name", c.traceName}, {"user_id", c.userID}, {"session_id", c.sessionID}, {"tags", c.tags},
 		{"public", c.public}, {"trace_metadata", c.traceMetadata}, {"trace_input", c.traceInput},
-		{"trace_output", c.traceOutput}, {"trace_input_is_input", c.traceInputIsInput},
-		{"trace_output_is_output", c.traceOutputIsOutput}, {"is_root", c.isRoot},
+		{"trace_output", c.traceOutput}, {"input_is_trace_input", c.inputIsTraceInput},
+		{"output_is_trace_output", c.outputIsTraceOutput}, {"is_root", c.isRoot},
 		{"service_name", c.serviceName}, {"scope_name", c.scopeName}, {"scope_version", c.scopeVersion},
 		{"sample_rate", c.sampleRate}, {"event_ts", c.eventTs},
 	}
@@ -217,7 +217,7 @@ func (c *observationBatch) reset() {
 	c.stringArena, c.intArena, c.floatArena = truncate(c.stringArena), c.intArena[:0], c.floatArena[:0]
 	c.totalCost, c.sampleRate = c.totalCost[:0], c.sampleRate[:0]
 	c.public, c.isRoot, c.eventTs = c.public[:0], c.isRoot[:0], c.eventTs[:0]
-	c.traceInputIsInput, c.traceOutputIsOutput = c.traceInputIsInput[:0], c.traceOutputIsOutput[:0]
+	c.inputIsTraceInput, c.outputIsTraceOutput = c.inputIsTraceInput[:0], c.outputIsTraceOutput[:0]
 }
 
 func truncate[T any](s []T) []T {
@@ -289,10 +289,8 @@ func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
 	c.tags = append(c.tags, tags)
 	c.public = append(c.public, d.byte())
 	c.traceMetadata = append(c.traceMetadata, d.string())
-	text, same := d.copy()
-	c.traceInput, c.traceInputIsInput = append(c.traceInput, text), append(c.traceInputIsInput, same)
-	text, same = d.copy()
-	c.traceOutput, c.traceOutputIsOutput = append(c.traceOutput, text), append(c.traceOutputIsOutput, same)
+	c.traceInput, c.inputIsTraceInput = d.copy(c.traceInput, c.input, c.inputIsTraceInput)
+	c.traceOutput, c.outputIsTraceOutput = d.copy(c.traceOutput, c.output, c.outputIsTraceOutput)
 	c.isRoot = append(c.isRoot, d.byte())
 	c.serviceName = append(c.serviceName, d.string())
 	c.scopeName = append(c.scopeName, d.string())
@@ -369,20 +367,24 @@ func (d *recordReader) float() float64 {
 	return v
 }
 
-// copy reads what appendCopy wrote: the field's own text, or same = 1 and
-// no text when it equals the earlier field.
-func (d *recordReader) copy() (text string, same uint8) {
+// copy reads what appendCopy wrote into the row's trace field, appending to
+// trace. Text marked the same as the row's own field, the last of own, moves
+// to trace, leaving own empty and the row's flag set.
+func (d *recordReader) copy(trace, own []string, flags []uint8) ([]string, []uint8) {
 	switch d.byte() {
 	case fieldOwn:
-		return d.string(), 0
+		return append(trace, d.string()), append(flags, 0)
 	case fieldSame:
-		return "", 1
+		last := len(own) - 1
+		text := own[last]
+		own[last] = ""
+		return append(trace, text), append(flags, 1)
 	}
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: unknown field mark", errRecord)
 	}
 	d.b = nil
-	return "", 0
+	return append(trace, ""), append(flags, 0)
 }
 
 // string returns the next string without copying it: the insert copies it

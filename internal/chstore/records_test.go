@@ -49,7 +49,7 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"start_time": []int64{1_764_000_000, 0}, "start_time_us": []int64{1_764_000_000_123_456, 0},
 		"end_time_us": []int64{1_764_000_001_000_000, 0}, "completion_start_time_us": []int64{1_764_000_000_500_000, 0},
 		"level": []string{"WARNING", ""}, "status_message": []string{"slow", ""},
-		"input": []string{`{"q":"ünïcode"}`, "same"}, "output": []string{"plain", "out"},
+		"input": []string{`{"q":"ünïcode"}`, ""}, "output": []string{"plain", "out"},
 		"metadata": []string{"{}", "{}"}, "model": []string{"gpt-4o", ""}, "model_parameters": []string{`{"temperature":0}`, ""},
 		"usage_keys": [][]string{{"input", "output"}, {}}, "usage_values": [][]int64{{12, 7}, {}},
 		"cost_keys": [][]string{{"input", "output"}, {}}, "cost_values": [][]float64{{0.25, 0.5}, {}},
@@ -57,8 +57,8 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"environment": []string{"prod", ""}, "release": []string{"r1", ""}, "version": []string{"v2", ""},
 		"trace_name": []string{"t", ""}, "user_id": []string{"u", ""}, "session_id": []string{"s", ""},
 		"tags": [][]string{{"b", "a"}, {}}, "public": []uint8{1, 0}, "trace_metadata": []string{"{}", "{}"},
-		"trace_input": []string{"ti", ""}, "trace_output": []string{"to", "out2"}, "is_root": []uint8{1, 0},
-		"trace_input_is_input": []uint8{0, 1}, "trace_output_is_output": []uint8{0, 0},
+		"trace_input": []string{"ti", "same"}, "trace_output": []string{"to", "out2"}, "is_root": []uint8{1, 0},
+		"input_is_trace_input": []uint8{0, 1}, "output_is_trace_output": []uint8{0, 0},
 		"service_name": []string{"svc", ""}, "scope_name": []string{"sc", ""}, "scope_version": []string{"1", ""},
 		"sample_rate": []float64{0.25, 0}, "event_ts": []uint64{42, 42},
 		"experiment_id": []string{"e", ""}, "experiment_name": []string{"en", ""}, "experiment_dataset_id": []string{"d", ""},
@@ -112,10 +112,12 @@ func TestARootSpansTraceInputIsWrittenOnce(t *testing.T) {
 	assert.Less(t, len(rec), 2*len(io)+200, "input and output once each")
 	var c observationBatch
 	require.NoError(t, c.decode(rec, 1))
-	assert.Equal(t, []string{""}, c.traceInput, "stored once, as the input")
-	assert.Equal(t, []string{""}, c.traceOutput)
-	assert.Equal(t, []uint8{1}, c.traceInputIsInput)
-	assert.Equal(t, []uint8{1}, c.traceOutputIsOutput)
+	assert.Equal(t, []string{io}, c.traceInput, "stored once, as the trace's")
+	assert.Equal(t, []string{io}, c.traceOutput)
+	assert.Equal(t, []string{""}, c.input)
+	assert.Equal(t, []string{""}, c.output)
+	assert.Equal(t, []uint8{1}, c.inputIsTraceInput)
+	assert.Equal(t, []uint8{1}, c.outputIsTraceOutput)
 }
 
 // BenchmarkDecodeRecord decodes a record of 200 observations into a pooled

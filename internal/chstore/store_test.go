@@ -121,10 +121,13 @@ func TestATraceInputTakenFromTheRootIsStoredOnce(t *testing.T) {
 	require.NoError(t, s.InsertObservations(ctx, obs))
 	require.NoError(t, s.InsertUnflaggedRoot(ctx, "proj", unflagged, "old-root", base+second, `{"q":"older"}`, `"reply"`))
 
-	in, out, err := s.StoredTraceText(ctx, "proj", flagged, obs[0].ID)
+	in, out, err := s.StoredText(ctx, "proj", flagged, obs[0].ID)
 	require.NoError(t, err)
-	assert.Empty(t, in+out, "written once, as the root's input and output")
-	in, _, err = s.StoredTraceText(ctx, "proj", unflagged, "old-root")
+	assert.Empty(t, in+out, "written once, as the trace's input and output")
+	in, _, err = s.StoredText(ctx, "proj", flagged, obs[1].ID)
+	require.NoError(t, err)
+	assert.Equal(t, obs[1].Input, in, "a child keeps its own input")
+	in, _, err = s.StoredText(ctx, "proj", unflagged, "old-root")
 	require.NoError(t, err)
 	assert.Equal(t, `{"q":"older"}`, in)
 
@@ -133,7 +136,15 @@ func TestATraceInputTakenFromTheRootIsStoredOnce(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, [2]string{got.Input, got.Output}, trace)
 		root := got.Observations[0]
+		assert.Equal(t, want, [2]string{root.Input, root.Output}, trace)
 		assert.Equal(t, want, [2]string{root.TraceInput, root.TraceOutput}, trace)
+		page, err := s.ListObservations(ctx, chstore.ObservationFilter{ProjectID: "proj", TraceID: trace, Page: 1, Limit: 10})
+		require.NoError(t, err)
+		for _, o := range page.Observations {
+			if o.IsRoot {
+				assert.Equal(t, want, [2]string{o.Input, o.Output}, trace)
+			}
+		}
 	}
 	for text, want := range map[string][]string{`"q":"hi"`: {flagged}, `reply`: {unflagged}, `"q":"`: {unflagged, flagged}} {
 		list, _, err := s.ListTraces(ctx, chstore.TraceFilter{ProjectID: "proj", Filters: []chstore.Filter{

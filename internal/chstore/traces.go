@@ -70,8 +70,8 @@ var (
 	exprSessionID   = latestSet("t_session_id", "session_id")
 	exprRelease     = latestSet("t_release", "release")
 	exprVersion     = latestSet("t_version", "version")
-	exprInput       = latestSet("t_input", "trace_input_value")
-	exprOutput      = latestSet("t_output", "trace_output_value")
+	exprInput       = latestSet("t_input", "trace_input")
+	exprOutput      = latestSet("t_output", "trace_output")
 	exprEnvironment = traceExpr{"t_environment", "argMin(environment, start_time_us)"}
 	exprTags        = traceExpr{"t_tags", "arraySort(groupUniqArrayArray(tags))"}
 	exprPublic      = traceExpr{"t_public", "max(public)"}
@@ -113,13 +113,9 @@ var traceDetailExprs = []traceExpr{
 	exprTotalCost, exprObsIDs, exprCreated, exprUpdated, exprLevel, exprTotalTokens,
 }
 
-// traceTextColumns are the trace's input and output as exprInput and
-// exprOutput read them.
-const traceTextColumns = "trace_input_value, trace_output_value"
-
 // traceDetailColumns are the observation columns traceDetailExprs read.
 const traceDetailColumns = "trace_id, id, name, start_time_us, end_time_us, trace_name, is_root, user_id, session_id, " +
-	"release, version, " + traceTextColumns + ", environment, tags, public, trace_metadata, total_cost, event_ts, level, usage_keys, usage_values"
+	"release, version, trace_input, trace_output, environment, tags, public, trace_metadata, total_cost, event_ts, level, usage_keys, usage_values"
 
 func selectList(exprs []traceExpr) string {
 	parts := make([]string, 0, len(exprs))
@@ -227,7 +223,7 @@ func (s *Store) listTraces(ctx context.Context, f TraceFilter, rollups bool) ([]
 			columns += ", trace_metadata"
 		}
 		if plan.text {
-			columns += ", " + traceTextColumns
+			columns += ", trace_input, trace_output"
 		}
 		source = "(SELECT " + columns + " FROM " + source + " LIMIT 1 BY trace_id, id)"
 	}
