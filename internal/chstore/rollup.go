@@ -265,12 +265,14 @@ func (s *Store) dayFingerprints(ctx context.Context, projectID string, first, la
 	lo, hi := first.Format(dayLayout), last.Format(dayLayout)
 	// One project's days group by day alone: a String key beside the Date
 	// would slow the pass over every row of a dashboard's window.
+	// GLOBAL: on a cluster both tables are Distributed, and 18.16 refuses a
+	// Distributed subquery inside a Distributed query without it.
 	project, scope, groupBy := "project_id", "", "project_id, day"
-	tombstones := "(project_id, trace_id) IN (SELECT project_id, trace_id FROM " + s.ddl.name(deletedTracesTable) + ")"
+	tombstones := "(project_id, trace_id) GLOBAL IN (SELECT project_id, trace_id FROM " + s.ddl.name(deletedTracesTable) + ")"
 	obsArgs, indexArgs := []any{first.Unix(), last.AddDate(0, 0, 1).Unix(), lo, hi}, []any{lo, hi}
 	if projectID != "" {
 		project, scope, groupBy = "toString(?)", "project_id = ? AND ", "day"
-		tombstones = "trace_id IN (SELECT trace_id FROM " + s.ddl.name(deletedTracesTable) + " WHERE project_id = ?)"
+		tombstones = "trace_id GLOBAL IN (SELECT trace_id FROM " + s.ddl.name(deletedTracesTable) + " WHERE project_id = ?)"
 		obsArgs = append([]any{projectID, projectID}, obsArgs...)
 		indexArgs = append([]any{projectID, projectID}, append(indexArgs, projectID)...)
 	}

@@ -128,6 +128,13 @@ func TestTopology(t *testing.T) {
 		return time.Since(begin)
 	}, both)
 
+	// The API servers' background jobs ran on the cluster without an error.
+	for _, a := range tp.apis {
+		log, err := os.ReadFile(a.log)
+		require.NoError(t, err)
+		assert.NotContains(t, string(log), "rollups failed", "%s: the metrics rollup job failed", a.name)
+	}
+
 	// The figures, whatever the assertions said.
 	var total figure
 	var b strings.Builder
