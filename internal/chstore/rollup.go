@@ -551,8 +551,9 @@ func (s *Store) pruneRollups(ctx context.Context, rowsTable, daysTable table) er
 		superseded uint64
 		total      uint64
 	)
+	// GLOBAL: on a cluster both tables are Distributed (see dayFingerprints).
 	err := s.query(ctx, "SELECT project_id, day, current, countIf(generation < current), count() FROM "+s.ddl.name(rowsTable)+
-		" AS rolled ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(daysTable)+
+		" AS rolled GLOBAL ANY INNER JOIN (SELECT project_id, day, max(generation) AS current FROM "+s.ddl.name(daysTable)+
 		" GROUP BY project_id, day HAVING argMax(computed_at, generation) < toDateTime(?)) AS days USING (project_id, day) GROUP BY project_id, day, current",
 		[]any{time.Now().Add(-rollupPruneGrace).Unix()}, func(r rowScanner) error {
 			var (
