@@ -292,7 +292,7 @@ for (const mix of ["agent", "generation"]) {
   console.log(`- ack p99 at half the new pipeline's throughput (${round(half.rate_target)} spans/s asked, ${round(half.spans_per_second)} acknowledged): ${fix1(half.ack_p99_ms)} ms (target < 50): ${verdict(half.ack_p99_ms < 50)}`);
 }
 console.log("");
-console.log("CPU is user + system time from /proc, from the first request until every acknowledged span was readable");
+console.log("CPU is user + system time from /proc, from the first request until every acknowledged span was stored");
 console.log("(pass-through: until the last acknowledgement); \"merges settled\" runs on until ClickHouse had no merge left,");
 console.log("as the floor does. CPU per span divides by the spans stored (pass-through: acknowledged). Nothing lost through a");
 console.log("kill -9 of the collector under load is checked by `make test` (TestKillNineLosesNothing).");
