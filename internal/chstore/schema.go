@@ -84,8 +84,8 @@ const observationColumns = `
 // A root span's input and output usually stand for its trace's as well. Such
 // text is stored once, in trace_input, with input left empty and
 // input_is_trace_input set (the same for output): writing it twice made a
-// fifth of what an agent span costs on disk and a quarter of ClickHouse's
-// insert CPU. It is kept in trace_input because that column is sparse, and
+// fifth of what an agent span costs on disk and about a fifth of ClickHouse's
+// CPU per span. It is kept in trace_input because that column is sparse, and
 // trace lists read it for many traces at once; reads of an observation's
 // input take the ALIAS column input_value, which resolves either form (rows
 // written before the flags have them unset).
