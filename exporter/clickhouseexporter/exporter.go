@@ -170,10 +170,18 @@ func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
 	consumers.Wait()
 }
 
+// maxBlockGap bounds how long an open insert waits for its next block. While
+// ClickHouse 18.16 shuts down, it ends an insert whose client has sent
+// nothing for poll_interval (whole seconds, 10 by default), stores the blocks
+// it received and reports success: a block sent after a longer pause would be
+// lost without an error. An insert that finds nothing queued within the gap
+// ends there.
+const maxBlockGap = 250 * time.Millisecond
+
 // insertLoop delivers the queue's records in inserts that each collect
 // flush_interval of traffic, from their first block: it sends each
-// batch as one block as soon as batch_bytes are queued (or at the end of
-// the interval), so that ClickHouse writes one part per interval while the
+// batch as one block as soon as batch_bytes are queued (or what is queued
+// after maxBlockGap or at the end of the interval), so that ClickHouse writes one part per interval while the
 // collector holds one batch. One consumer collects at a time, so the parts
 // do not shrink with more consumers or less traffic (an insert that ended
 // whenever the queue was momentarily empty made ClickHouse write several
@@ -216,7 +224,11 @@ func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 				stopCollecting()
 				return diskqueue.Batch{}, false
 			}
-			b, err := read(e.queue.ReadBy(ctx, buf, cfg.BatchBytes, deadline))
+			due := deadline
+			if gap := time.Now().Add(maxBlockGap); gap.Before(due) {
+				due = gap
+			}
+			b, err := read(e.queue.ReadBy(ctx, buf, cfg.BatchBytes, due))
 			if err != nil || (len(b.Records) == 0 && b.Corrupt == 0) {
 				stopCollecting() // stopping, or nothing came by the deadline
 				return b, false
