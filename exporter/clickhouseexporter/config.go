@@ -70,9 +70,10 @@ type DiskQueueConfig struct {
 	// BatchBytes is the size of queued data read and sent as one block of
 	// an insert; it bounds the memory of each consumer.
 	BatchBytes int64 `mapstructure:"batch_bytes"`
-	// FlushInterval is how much traffic one insert takes, from its first
-	// block, and so about how long a span waits: ClickHouse does best with
-	// few large inserts.
+	// FlushInterval is how much traffic one insert takes at most, from its
+	// first block, and so about how long a span waits: ClickHouse does best
+	// with few large inserts. An insert ends sooner once no data comes for
+	// maxBlockGap.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
 	// Consumers is how many inserts are in flight: one collects the queued
 	// records while the others wait for ClickHouse to write their part.
