@@ -179,15 +179,15 @@ func (e *chExporter) consume(ctx context.Context, cfg *DiskQueueConfig) {
 const maxBlockGap = 250 * time.Millisecond
 
 // insertLoop delivers the queue's records in inserts that each collect
-// flush_interval of traffic, from their first block: it sends each
-// batch as one block as soon as batch_bytes are queued (or what is queued
-// after maxBlockGap or at the end of the interval), so that ClickHouse writes one part per interval while the
-// collector holds one batch. One consumer collects at a time, so the parts
-// do not shrink with more consumers or less traffic (an insert that ended
-// whenever the queue was momentarily empty made ClickHouse write several
-// small parts a second at half load, and merge them again); the others
-// meanwhile wait for ClickHouse to write their part. The batches are
-// committed once the insert succeeded.
+// flush_interval of traffic, from their first block: it sends each batch as
+// one block as soon as batch_bytes are queued (or what is queued after
+// maxBlockGap or at the end of the interval), so that ClickHouse writes one
+// part per interval while the collector holds one batch. One consumer
+// collects at a time, so the parts do not shrink with more consumers or less
+// traffic (an insert that ended whenever the queue was momentarily empty
+// made ClickHouse write several small parts a second at half load, and merge
+// them again); the others meanwhile wait for ClickHouse to write their part.
+// The batches are committed once the insert succeeded.
 func (e *chExporter) insertLoop(ctx context.Context, cfg *DiskQueueConfig) {
 	var buf []byte
 	read := func(b diskqueue.Batch, next []byte, err error) (diskqueue.Batch, error) {
