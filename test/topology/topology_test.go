@@ -128,7 +128,7 @@ func TestTopology(t *testing.T) {
 		return time.Since(begin)
 	}, both)
 
-	// The API servers' background jobs ran on the cluster without an error.
+	// The API servers' metrics rollup job ran on the cluster without an error.
 	for _, a := range tp.apis {
 		log, err := os.ReadFile(a.log)
 		require.NoError(t, err)
