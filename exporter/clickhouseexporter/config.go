@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 // Config configures the glassbox_clickhouse exporter.
@@ -36,6 +38,13 @@ type Config struct {
 	// BackOffConfig retries failed inserts. max_elapsed_time 0 (the default)
 	// keeps retrying until ClickHouse takes the batch, so nothing is dropped.
 	BackOffConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// Pricing, when set, fills in the cost of each observation that names a
+	// model and carries none, by the rule the glassbox_cost processor
+	// applies, as the spans are mapped for storage: the same result without
+	// a processor that maps every span a second time. Keep the processor
+	// where other exporters of the pipeline need the cost attributes; the
+	// spans it priced are left as they are.
+	Pricing configoptional.Optional[costing.Config] `mapstructure:"pricing"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 func loadConfig(t *testing.T, file string, id component.ID) *Config {
@@ -60,6 +62,17 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, int64(defaultDiskQueueBatchBytes), dq.BatchBytes)
 	assert.Equal(t, defaultFlushInterval, dq.FlushInterval)
 	assert.Equal(t, defaultDiskQueueConsumers, dq.Consumers)
+	assert.False(t, disk.Pricing.HasValue(), "pricing is opt-in")
+
+	priced := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "pricing"))
+	require.NoError(t, confmap.Validate(priced))
+	p := priced.Pricing.Get()
+	require.NotNil(t, p)
+	require.NotNil(t, p.ModelsSource)
+	assert.Equal(t, component.MustNewID("glassbox_controlplane"), *p.ModelsSource)
+	assert.Equal(t, 500, p.CacheSize)
+	assert.Equal(t, costing.DefaultConfig().RefreshInterval, p.RefreshInterval, "unset keys keep their defaults")
+	assert.True(t, p.EstimateUsage)
 }
 
 func TestInvalidConfig(t *testing.T) {
@@ -68,6 +81,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_queue":                    "queue_size",
 		"two_queues":                   "disk_queue replaces sending_queue",
 		"disk_queue_without_directory": "disk_queue: directory is required",
+		"bad_pricing":                  "cache_size must be positive",
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := loadConfig(t, "invalid.yaml", component.NewIDWithName(Type, name))

@@ -20,6 +20,7 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/diskqueue"
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 const scopeName = "github.com/glassbox-dev/glassbox/exporter/clickhouseexporter"
@@ -45,9 +46,14 @@ type chExporter struct {
 	failures  metric.Int64Counter
 	duration  metric.Float64Histogram
 	corrupt   metric.Int64Counter
+	priced    metric.Int64Counter
 	meter     metric.Meter
 	retryable metric.MeasurementOption
 	permanent metric.MeasurementOption
+
+	// pricing is set with the pricing option; resultOpt labels its counts.
+	pricing   *costing.Service
+	resultOpt [costing.NumResults]metric.AddOption
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
@@ -57,7 +63,8 @@ func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 	failures, err3 := failuresMetric.Int64Counter(meter)
 	duration, err4 := durationMetric.Float64Histogram(meter)
 	corrupt, err5 := corruptMetric.Int64Counter(meter)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	priced, err6 := pricedMetric.Int64Counter(meter)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, err
 	}
 	e := &chExporter{
@@ -68,9 +75,19 @@ func newExporter(cfg *Config, set exporter.Settings) (*chExporter, error) {
 		failures:  failures,
 		duration:  duration,
 		corrupt:   corrupt,
+		priced:    priced,
 		retryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool("retryable", true))),
 		permanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool("retryable", false))),
 		meter:     meter,
+	}
+	if p := cfg.Pricing.Get(); p != nil {
+		var err error
+		if e.pricing, err = costing.NewService(*p, set.Logger); err != nil {
+			return nil, err
+		}
+		for r := costing.ClientCost; r < costing.NumResults; r++ {
+			e.resultOpt[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r.String())))
+		}
 	}
 	return e, nil
 }
@@ -86,6 +103,11 @@ func (e *chExporter) start(_ context.Context, host component.Host) error {
 		return err
 	}
 	e.store = s
+	if e.pricing != nil {
+		if err := e.pricing.Start(host); err != nil {
+			return err
+		}
+	}
 	dq := e.cfg.DiskQueue.Get()
 	if dq == nil {
 		return nil
@@ -119,6 +141,9 @@ func (e *chExporter) shutdown(context.Context) error {
 		<-e.consumed
 		errs = append(errs, e.queue.Close())
 	}
+	if e.pricing != nil {
+		e.pricing.Shutdown()
+	}
 	// The store is the extension's: it closes it after the pipelines stop.
 	return errors.Join(errs...)
 }
@@ -147,8 +172,10 @@ func (e *chExporter) enqueue(ctx context.Context, td ptrace.Traces) error {
 			e.scratch.Put(s)
 		}
 	}()
-	s.obs = mapping.AppendObservations(s.obs[:0], td, time.Now())
+	now := time.Now()
+	s.obs = mapping.AppendObservations(s.obs[:0], td, now)
 	obs := e.dropInvalid(ctx, s.obs)
+	e.price(ctx, obs, now)
 	if len(obs) == 0 {
 		return nil
 	}
@@ -363,8 +390,10 @@ func (e *chExporter) backoff(attempt int) time.Duration {
 }
 
 func (e *chExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	obs := mapping.Observations(td, time.Now())
+	now := time.Now()
+	obs := mapping.Observations(td, now)
 	obs = e.dropInvalid(ctx, obs)
+	e.price(ctx, obs, now)
 	if len(obs) == 0 {
 		return nil
 	}
@@ -381,6 +410,25 @@ func (e *chExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	}
 	e.rows.Add(ctx, int64(len(obs)))
 	return nil
+}
+
+// price fills in the cost of the observations that name a model, with the
+// pricing option. Each observation is complete, so an estimate reads its own
+// input and output.
+func (e *chExporter) price(ctx context.Context, obs []model.Observation, now time.Time) {
+	if e.pricing == nil {
+		return
+	}
+	e.pricing.Current(ctx)
+	var counts [costing.NumResults]int64
+	for i := range obs {
+		counts[e.pricing.Apply(&obs[i], now, nil)]++
+	}
+	for r := costing.ClientCost; r < costing.NumResults; r++ {
+		if counts[r] > 0 {
+			e.priced.Add(ctx, counts[r], e.resultOpt[r])
+		}
+	}
 }
 
 // dropInvalid removes observations that can never be stored, so that one bad

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
 const (
@@ -50,6 +52,7 @@ func createDefaultConfig() component.Config {
 		// In memory unless configured; left out with disk_queue (Unmarshal).
 		QueueConfig:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
 		BackOffConfig: retry,
+		Pricing:       configoptional.Default(costing.DefaultConfig()),
 	}
 }
 

@@ -23,6 +23,11 @@ var (
 		Name: "otelcol_exporter_glassbox_clickhouse_disk_queue_corrupt", Unit: "By",
 		Description: "Bytes of the disk queue skipped because they failed their checksum (damage on disk).",
 	}
+	pricedMetric = selfmetrics.Metric{
+		Name: "otelcol_exporter_glassbox_clickhouse_priced_spans", Unit: "{span}",
+		Description: "Spans naming a model, by what the exporter's pricing did with them (with pricing).",
+		Attributes:  "`result`: `client_cost`, `priced`, `estimated`, `unknown_model`, `no_usage`, `unpriced`",
+	}
 	durationMetric = selfmetrics.Metric{
 		Name: "otelcol_exporter_glassbox_clickhouse_insert_duration", Description: "Duration of one insert into ClickHouse.", Unit: "s",
 	}

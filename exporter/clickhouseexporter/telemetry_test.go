@@ -7,5 +7,5 @@ import (
 )
 
 func TestREADMEDocumentsTelemetry(t *testing.T) {
-	selfmetricstest.READMEDocuments(t, "README.md", rowsMetric, invalidMetric, failuresMetric, durationMetric, queueBytesMetric, corruptMetric)
+	selfmetricstest.READMEDocuments(t, "README.md", rowsMetric, invalidMetric, failuresMetric, durationMetric, queueBytesMetric, corruptMetric, pricedMetric)
 }

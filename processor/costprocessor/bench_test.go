@@ -24,13 +24,13 @@ func benchProcessor(b *testing.B) *costProcessor {
 		b.Fatal(err)
 	}
 	var custom []pricing.Model
-	for i := 0; p.pricer.Builtin().Len()+len(custom) < 500; i++ {
+	for i := 0; p.pricing.Pricer().Builtin().Len()+len(custom) < 500; i++ {
 		custom = append(custom, pricing.Model{
 			ID: fmt.Sprint("c", i), Name: fmt.Sprint("custom-", i), MatchPattern: fmt.Sprintf(`^(acme/)?custom-%d(-v\d+)?$`, i),
 			Tiers: []pricing.Tier{{Name: "Standard", IsDefault: true, Prices: map[string]float64{"input": 1e-6, "output": 2e-6}}},
 		})
 	}
-	if err := p.pricer.SetProjectModels(map[string][]pricing.Model{"proj": custom}); err != nil {
+	if err := p.pricing.Pricer().SetProjectModels(map[string][]pricing.Model{"proj": custom}); err != nil {
 		b.Fatal(err)
 	}
 	return p

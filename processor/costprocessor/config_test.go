@@ -43,8 +43,9 @@ func TestLoadConfig(t *testing.T) {
 
 func TestInvalidConfig(t *testing.T) {
 	err := confmap.Validate(loadConfig(t, "invalid.yaml", component.NewID(Type)))
-	for _, want := range []error{errRefreshInterval, errRefreshTimeout, errCacheSize, errEstimateBytes} {
-		assert.ErrorIs(t, err, want)
+	for _, want := range []string{"refresh_interval must be positive", "refresh_timeout must be positive",
+		"cache_size must be positive", "max_estimate_bytes must be positive when estimate_usage is on"} {
+		assert.ErrorContains(t, err, want)
 	}
 }
 

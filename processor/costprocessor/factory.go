@@ -2,23 +2,16 @@ package costprocessor // import "github.com/glassbox-dev/glassbox/processor/cost
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
-	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
-const (
-	typeStr = "glassbox_cost"
-
-	defaultRefreshInterval = 30 * time.Second
-	defaultRefreshTimeout  = 10 * time.Second
-)
+const typeStr = "glassbox_cost"
 
 // Type is the component type of the processor, glassbox_cost.
 var Type = component.MustNewType(typeStr)
@@ -30,13 +23,7 @@ func NewFactory() processor.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{
-		RefreshInterval:  defaultRefreshInterval,
-		RefreshTimeout:   defaultRefreshTimeout,
-		CacheSize:        pricing.DefaultCacheSize,
-		EstimateUsage:    costing.DefaultEstimation.Enabled,
-		MaxEstimateBytes: costing.DefaultEstimation.MaxBytes,
-	}
+	return &Config{Config: costing.DefaultConfig()}
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {

@@ -2,11 +2,9 @@ package costprocessor // import "github.com/glassbox-dev/glassbox/processor/cost
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -16,36 +14,22 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 
 	"github.com/glassbox-dev/glassbox/internal/mapping"
 	"github.com/glassbox-dev/glassbox/internal/model"
-	"github.com/glassbox-dev/glassbox/internal/pricing"
 	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
-	"github.com/glassbox-dev/glassbox/internal/refresh"
 )
 
 const scopeName = "github.com/glassbox-dev/glassbox/processor/costprocessor"
 
-// maxLoggedModels bounds the unknown model names logged once each.
-const maxLoggedModels = 1000
-
 type costProcessor struct {
-	cfg        *Config
-	logger     *zap.Logger
-	pricer     *pricing.Pricer
-	estimation costing.Estimation
-	now        func() time.Time
+	pricing *costing.Service
+	now     func() time.Time
 
 	spans     metric.Int64Counter
 	resultOpt [costing.NumResults]metric.AddOption
 
 	scratch sync.Pool // *scratch
-
-	loggedModels sync.Map // model name -> struct{}
-	loggedCount  atomic.Int32
-
-	loop *refresh.Loop
 }
 
 // scratch is the per-call buffer space for the attribute values.
@@ -55,7 +39,7 @@ type scratch struct {
 }
 
 func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, error) {
-	builtin, err := pricing.Builtin()
+	service, err := costing.NewService(cfg.Config, set.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -64,13 +48,10 @@ func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, erro
 		return nil, err
 	}
 	p := &costProcessor{
-		cfg:        cfg,
-		logger:     set.Logger,
-		pricer:     pricing.NewPricer(builtin, cfg.CacheSize),
-		estimation: costing.Estimation{Enabled: cfg.EstimateUsage, MaxBytes: cfg.MaxEstimateBytes},
-		now:        time.Now,
-		spans:      spans,
-		scratch:    sync.Pool{New: func() any { return new(scratch) }},
+		pricing: service,
+		now:     time.Now,
+		spans:   spans,
+		scratch: sync.Pool{New: func() any { return new(scratch) }},
 	}
 	for r := costing.ClientCost; r < costing.NumResults; r++ {
 		p.resultOpt[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r.String())))
@@ -78,43 +59,17 @@ func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, erro
 	return p, nil
 }
 
-// start resolves the models source and starts reloading the project
-// definitions in the background; until the first load the built-in
-// catalogue alone applies.
 func (p *costProcessor) start(_ context.Context, host component.Host) error {
-	if p.cfg.ModelsSource == nil {
-		return nil
-	}
-	ext, ok := host.GetExtensions()[*p.cfg.ModelsSource]
-	if !ok {
-		return fmt.Errorf("models_source extension %q is not configured", p.cfg.ModelsSource)
-	}
-	source, ok := ext.(pricing.ModelSource)
-	if !ok {
-		return fmt.Errorf("extension %q does not serve project models", p.cfg.ModelsSource)
-	}
-	p.loop = refresh.Start(p.cfg.RefreshInterval, p.cfg.RefreshTimeout, func(ctx context.Context) error {
-		models, err := source.ProjectModels(ctx)
-		if err != nil {
-			return fmt.Errorf("load project models: %w", err)
-		}
-		// Invalid definitions are skipped; the rest apply.
-		if err := p.pricer.SetProjectModels(models); err != nil {
-			p.logger.Warn("Some project model definitions are invalid and were skipped", zap.Error(err))
-		}
-		return nil
-	}, p.logger, refresh.WatchOf(ext, refresh.KindModels))
-	return nil
+	return p.pricing.Start(host)
 }
 
 func (p *costProcessor) shutdown(context.Context) error {
-	p.loop.Stop()
-	p.loop = nil
+	p.pricing.Shutdown()
 	return nil
 }
 
 func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	p.loop.Current(ctx)
+	p.pricing.Current(ctx)
 	now := p.now()
 	var counts [costing.NumResults]int64
 	reader := mapping.NewPriceReader(now)
@@ -147,16 +102,10 @@ func (p *costProcessor) processTraces(ctx context.Context, td ptrace.Traces) (pt
 // o, by the costing rule: the processor prices exactly what will be stored.
 // The whole span is mapped only when an estimate needs its input and output.
 func (p *costProcessor) processSpan(o *model.Observation, res pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span, now time.Time) costing.Result {
-	result, err := costing.Apply(p.pricer, o.ProjectID, o, now, p.estimation, func() model.Observation {
+	result := p.pricing.Apply(o, now, func() model.Observation {
 		return mapping.FromSpan(res, scope, span, now)
 	})
 	switch result {
-	case costing.UnknownModel:
-		p.logUnknown(o.Model)
-	case costing.NoUsage:
-		if err != nil {
-			p.logger.Debug("Cannot estimate usage", zap.String("model", o.Model), zap.Error(err))
-		}
 	case costing.Priced, costing.Estimated:
 		s := p.scratch.Get().(*scratch)
 		attrs := span.Attributes()
@@ -168,20 +117,6 @@ func (p *costProcessor) processSpan(o *model.Observation, res pcommon.Resource, 
 		}
 	}
 	return result
-}
-
-// logUnknown logs each unknown model name once, so that a model without a
-// price does not go unnoticed.
-func (p *costProcessor) logUnknown(name string) {
-	if p.loggedCount.Load() >= maxLoggedModels {
-		return
-	}
-	if _, seen := p.loggedModels.LoadOrStore(name, struct{}{}); seen {
-		return
-	}
-	p.loggedCount.Add(1)
-	p.logger.Info("No price for this model; its generations stay without cost until a model definition matches it",
-		zap.String("model", name))
 }
 
 // usageJSON writes usage as a JSON object with sorted keys.

@@ -1,7 +1,8 @@
 // Package costing is the one rule by which Glassbox fills in the usage and
 // cost of an observation that names a model. The glassbox_cost processor
-// applies it to OTLP spans and the ingestion API to the events of older
-// SDKs, so both price alike.
+// applies it to OTLP spans, the ClickHouse exporter's pricing to the
+// observations it stores and the ingestion API to the events of older SDKs,
+// so all three price alike (Service holds what the first two share).
 //
 // The rule: a cost the client sent wins; otherwise the definition for the
 // project's model name at the observation's start is found (the project's
