@@ -6,10 +6,11 @@ import (
 	"github.com/glassbox-dev/glassbox/internal/pricing/costing"
 )
 
-// Config configures the glassbox_cost processor: how it prices (shared with
-// the ClickHouse exporter's pricing).
+// Config configures the glassbox_cost processor: how it prices, with the
+// keys of the ClickHouse exporter's pricing. A named field rather than an
+// embedded one, so that validation reports each error once.
 type Config struct {
-	costing.Config `mapstructure:",squash"`
+	Pricing costing.Config `mapstructure:",squash"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

@@ -28,17 +28,17 @@ func TestLoadConfig(t *testing.T) {
 	def := loadConfig(t, "config.yaml", component.NewID(Type))
 	require.NoError(t, confmap.Validate(def))
 	assert.Equal(t, createDefaultConfig(), def)
-	assert.Nil(t, def.ModelsSource)
-	assert.True(t, def.EstimateUsage)
+	assert.Nil(t, def.Pricing.ModelsSource)
+	assert.True(t, def.Pricing.EstimateUsage)
 
 	custom := loadConfig(t, "config.yaml", component.NewIDWithName(Type, "custom"))
 	require.NoError(t, confmap.Validate(custom), "max_estimate_bytes may be 0 when estimation is off")
-	require.NotNil(t, custom.ModelsSource)
-	assert.Equal(t, component.MustNewID("glassbox_api"), *custom.ModelsSource)
-	assert.Equal(t, 5*time.Second, custom.RefreshInterval)
-	assert.Equal(t, 2*time.Second, custom.RefreshTimeout)
-	assert.Equal(t, 500, custom.CacheSize)
-	assert.False(t, custom.EstimateUsage)
+	require.NotNil(t, custom.Pricing.ModelsSource)
+	assert.Equal(t, component.MustNewID("glassbox_api"), *custom.Pricing.ModelsSource)
+	assert.Equal(t, 5*time.Second, custom.Pricing.RefreshInterval)
+	assert.Equal(t, 2*time.Second, custom.Pricing.RefreshTimeout)
+	assert.Equal(t, 500, custom.Pricing.CacheSize)
+	assert.False(t, custom.Pricing.EstimateUsage)
 }
 
 func TestInvalidConfig(t *testing.T) {

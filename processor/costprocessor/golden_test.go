@@ -86,7 +86,7 @@ func TestGoldenPricing(t *testing.T) {
 	readGolden(t, "pricing.json", &golden)
 	sourceID := component.MustNewID("glassbox_api")
 	cfg := defaultConfig()
-	cfg.ModelsSource = &sourceID
+	cfg.Pricing.ModelsSource = &sourceID
 	h := newHarness(t, cfg, fakeHost{extensions: map[component.ID]component.Component{
 		sourceID: &fakeSource{models: golden.ProjectModels},
 	}})

@@ -39,7 +39,7 @@ type scratch struct {
 }
 
 func newCostProcessor(cfg *Config, set processor.Settings) (*costProcessor, error) {
-	service, err := costing.NewService(cfg.Config, set.Logger)
+	service, err := costing.NewService(cfg.Pricing, set.Logger)
 	if err != nil {
 		return nil, err
 	}

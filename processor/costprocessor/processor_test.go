@@ -267,14 +267,14 @@ func TestEstimatesMissingUsage(t *testing.T) {
 	assert.Equal(t, map[string]int64{"estimated": 1, "no_usage": 3}, h.results(t))
 
 	off := defaultConfig()
-	off.EstimateUsage = false
+	off.Pricing.EstimateUsage = false
 	h = newHarness(t, off, nil)
 	attrs = h.consume(t, testTraces(t, "proj", generation("gpt-4o", io)))
 	_, has := attrs[0].Get(model.CostDetailsAttribute)
 	assert.False(t, has, "estimation off")
 
 	small := defaultConfig()
-	small.MaxEstimateBytes = 10
+	small.Pricing.MaxEstimateBytes = 10
 	h = newHarness(t, small, nil)
 	attrs = h.consume(t, testTraces(t, "proj", generation("gpt-4o", io)))
 	_, has = attrs[0].Get(model.CostDetailsAttribute)
@@ -289,8 +289,8 @@ func TestProjectModelsFromExtension(t *testing.T) {
 	}
 	src := &fakeSource{models: map[string][]pricing.Model{"proj": {custom}}}
 	cfg := defaultConfig()
-	cfg.ModelsSource = &sourceID
-	cfg.RefreshInterval = 10 * time.Millisecond
+	cfg.Pricing.ModelsSource = &sourceID
+	cfg.Pricing.RefreshInterval = 10 * time.Millisecond
 	h := newHarness(t, cfg, fakeHost{extensions: map[component.ID]component.Component{sourceID: src}})
 
 	usage := map[string]any{"langfuse.observation.usage_details": `{"input":2,"output":3}`}
@@ -315,7 +315,7 @@ func TestProjectModelsFromExtension(t *testing.T) {
 func TestStartRejectsMissingOrWrongSource(t *testing.T) {
 	id := component.MustNewID("glassbox_api")
 	cfg := defaultConfig()
-	cfg.ModelsSource = &id
+	cfg.Pricing.ModelsSource = &id
 	for name, host := range map[string]component.Host{
 		"missing": componenttest.NewNopHost(),
 		"wrong": fakeHost{extensions: map[component.ID]component.Component{id: struct {

@@ -334,7 +334,10 @@ func waitStored(res *result, start time.Time, dsn, database, project string, tim
 		select {
 		case <-ctx.Done():
 			res.StoredSpans = stored
-			return fmt.Errorf("only %d of %d spans stored after %s (last error: %w)", stored, res.Spans, timeout, lastErr)
+			if lastErr != nil {
+				return fmt.Errorf("only %d of %d spans stored after %s: %w", stored, res.Spans, timeout, lastErr)
+			}
+			return fmt.Errorf("only %d of %d spans stored after %s", stored, res.Spans, timeout)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
