@@ -19,7 +19,7 @@ var ErrInvalid = errors.New("invalid record")
 // is always explicit.
 var observationInsertColumns = func() []string {
 	var names []string
-	for _, c := range new(observationBatch).columns() {
+	for _, c := range observationInsertKinds {
 		names = append(names, c.name)
 	}
 	return names

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
-	"unsafe"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	chproto "github.com/ClickHouse/ch-go/proto"
 
 	"github.com/glassbox-dev/glassbox/internal/model"
 )
@@ -112,196 +110,6 @@ func keysInOrder[V any](keys []string, m map[string]V) []string {
 	return keys
 }
 
-// observationBatch holds decoded rows column by column, the shape a
-// columnar insert takes. Its strings point into the records they were decoded
-// from, which must stay unchanged until the insert is sent.
-type observationBatch struct {
-	rows int
-
-	projectID, traceID, id, parentID, typ, name []string
-	startTime                                   []int64 // seconds, for the DateTime column
-	startUs, endUs, completionStartUs           []int64
-	level, statusMessage, input, output         []string
-	metadata, model, modelParameters            []string
-	usageKeys, costKeys                         [][]string
-	usageValues                                 [][]int64
-	costValues                                  [][]float64
-	totalCost                                   []float64
-	promptName                                  []string
-	promptVersion                               []int64
-	environment, release, version               []string
-	traceName, userID, sessionID                []string
-	tags                                        [][]string
-	public, isRoot                              []uint8
-	traceMetadata, traceInput, traceOutput      []string
-	inputIsTraceInput, outputIsTraceOutput      []uint8
-	serviceName, scopeName, scopeVersion        []string
-	sampleRate                                  []float64
-	eventTs                                     []uint64
-	experiment                                  [9][]string
-
-	// The rows' arrays (usage, cost, tags) are carved from these, so that
-	// decoding a row allocates nothing of its own.
-	stringArena []string
-	intArena    []int64
-	floatArena  []float64
-}
-
-// carve returns the next n elements of arena, growing it when full; what
-// was carved before stays valid (a grown arena leaves it in the old array).
-func carve[T any](arena *[]T, n int) []T {
-	if n == 0 {
-		return []T{}
-	}
-	start := len(*arena)
-	*arena = slices.Grow(*arena, n)[:start+n]
-	return (*arena)[start : start+n : start+n]
-}
-
-// columns lists every stored column with the slice that holds it, in insert
-// order: the one list the insert statement and the appends follow.
-func (c *observationBatch) columns() []struct {
-	name   string
-	values any
-} {
-	type col = struct {
-		name   string
-		values any
-	}
-	cols := []col{
-		{"project_id", c.projectID}, {"trace_id", c.traceID}, {"id", c.id}, {"parent_id", c.parentID},
-		{"type", c.typ}, {"name", c.name},
-		{"start_time", c.startTime}, {"start_time_us", c.startUs}, {"end_time_us", c.endUs},
-		{"completion_start_time_us", c.completionStartUs},
-		{"level", c.level}, {"status_message", c.statusMessage}, {"input", c.input}, {"output", c.output},
-		{"metadata", c.metadata}, {"model", c.model}, {"model_parameters", c.modelParameters},
-		{"usage_keys", c.usageKeys}, {"usage_values", c.usageValues},
-		{"cost_keys", c.costKeys}, {"cost_values", c.costValues}, {"total_cost", c.totalCost},
-		{"prompt_name", c.promptName}, {"prompt_version", c.promptVersion},
-		{"environment", c.environment}, {"release", c.release}, {"version", c.version},
-		{"trace_name", c.traceName}, {"user_id", c.userID}, {"session_id", c.sessionID}, {"tags", c.tags},
-		{"public", c.public}, {"trace_metadata", c.traceMetadata}, {"trace_input", c.traceInput},
-		{"trace_output", c.traceOutput}, {"input_is_trace_input", c.inputIsTraceInput},
-		{"output_is_trace_output", c.outputIsTraceOutput}, {"is_root", c.isRoot},
-		{"service_name", c.serviceName}, {"scope_name", c.scopeName}, {"scope_version", c.scopeVersion},
-		{"sample_rate", c.sampleRate}, {"event_ts", c.eventTs},
-	}
-	for i, name := range experimentInsertColumns {
-		cols = append(cols, col{name, c.experiment[i]})
-	}
-	return cols
-}
-
-// reset empties the batch and keeps its capacity for the next one. The
-// slices are cleared, not just truncated, so that a pooled batch does not keep
-// the last insert's records alive.
-func (c *observationBatch) reset() {
-	c.rows = 0
-	for _, s := range []*[]string{
-		&c.projectID, &c.traceID, &c.id, &c.parentID, &c.typ, &c.name, &c.level, &c.statusMessage,
-		&c.input, &c.output, &c.metadata, &c.model, &c.modelParameters, &c.promptName, &c.environment,
-		&c.release, &c.version, &c.traceName, &c.userID, &c.sessionID, &c.traceMetadata, &c.traceInput,
-		&c.traceOutput, &c.serviceName, &c.scopeName, &c.scopeVersion,
-		&c.experiment[0], &c.experiment[1], &c.experiment[2], &c.experiment[3], &c.experiment[4],
-		&c.experiment[5], &c.experiment[6], &c.experiment[7], &c.experiment[8],
-	} {
-		*s = truncate(*s)
-	}
-	for _, s := range []*[][]string{&c.usageKeys, &c.costKeys, &c.tags} {
-		*s = truncate(*s)
-	}
-	for _, s := range []*[]int64{&c.startTime, &c.startUs, &c.endUs, &c.completionStartUs, &c.promptVersion} {
-		*s = (*s)[:0]
-	}
-	c.usageValues, c.costValues = truncate(c.usageValues), truncate(c.costValues)
-	c.stringArena, c.intArena, c.floatArena = truncate(c.stringArena), c.intArena[:0], c.floatArena[:0]
-	c.totalCost, c.sampleRate = c.totalCost[:0], c.sampleRate[:0]
-	c.public, c.isRoot, c.eventTs = c.public[:0], c.isRoot[:0], c.eventTs[:0]
-	c.inputIsTraceInput, c.outputIsTraceOutput = c.inputIsTraceInput[:0], c.outputIsTraceOutput[:0]
-}
-
-func truncate[T any](s []T) []T {
-	clear(s)
-	return s[:0]
-}
-
-// decode appends the rows of one record, stamped with the version eventTs.
-func (c *observationBatch) decode(rec []byte, eventTs uint64) error {
-	d := recordReader{b: rec}
-	if v := d.byte(); v != recordV1 {
-		return fmt.Errorf("%w: layout version %d", errRecord, v)
-	}
-	n := d.uvarint()
-	for ; n > 0 && d.err == nil; n-- {
-		c.decodeRow(&d, eventTs)
-	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d bytes after the last row", errRecord, len(d.b))
-	}
-	return d.err
-}
-
-func (c *observationBatch) decodeRow(d *recordReader, eventTs uint64) {
-	c.rows++
-	c.projectID = append(c.projectID, d.string())
-	c.traceID = append(c.traceID, d.string())
-	c.id = append(c.id, d.string())
-	c.parentID = append(c.parentID, d.string())
-	c.typ = append(c.typ, d.string())
-	c.name = append(c.name, d.string())
-	start := d.varint()
-	c.startTime = append(c.startTime, start/1e6)
-	c.startUs = append(c.startUs, start)
-	c.endUs = append(c.endUs, d.varint())
-	c.completionStartUs = append(c.completionStartUs, d.varint())
-	c.level = append(c.level, d.string())
-	c.statusMessage = append(c.statusMessage, d.string())
-	c.input = append(c.input, d.string())
-	c.output = append(c.output, d.string())
-	c.metadata = append(c.metadata, d.string())
-	c.model = append(c.model, d.string())
-	c.modelParameters = append(c.modelParameters, d.string())
-	n := d.count()
-	keys, values := carve(&c.stringArena, n), carve(&c.intArena, n)
-	for i := range n {
-		keys[i], values[i] = d.string(), d.varint()
-	}
-	c.usageKeys, c.usageValues = append(c.usageKeys, keys), append(c.usageValues, values)
-	n = d.count()
-	keys, costs := carve(&c.stringArena, n), carve(&c.floatArena, n)
-	for i := range n {
-		keys[i], costs[i] = d.string(), d.float()
-	}
-	c.costKeys, c.costValues = append(c.costKeys, keys), append(c.costValues, costs)
-	c.totalCost = append(c.totalCost, d.float())
-	c.promptName = append(c.promptName, d.string())
-	c.promptVersion = append(c.promptVersion, d.varint())
-	c.environment = append(c.environment, d.string())
-	c.release = append(c.release, d.string())
-	c.version = append(c.version, d.string())
-	c.traceName = append(c.traceName, d.string())
-	c.userID = append(c.userID, d.string())
-	c.sessionID = append(c.sessionID, d.string())
-	tags := carve(&c.stringArena, d.count())
-	for i := range tags {
-		tags[i] = d.string()
-	}
-	c.tags = append(c.tags, tags)
-	c.public = append(c.public, d.byte())
-	c.traceMetadata = append(c.traceMetadata, d.string())
-	c.traceInput, c.inputIsTraceInput = d.copy(c.traceInput, c.input, c.inputIsTraceInput)
-	c.traceOutput, c.outputIsTraceOutput = d.copy(c.traceOutput, c.output, c.outputIsTraceOutput)
-	c.isRoot = append(c.isRoot, d.byte())
-	c.serviceName = append(c.serviceName, d.string())
-	c.scopeName = append(c.scopeName, d.string())
-	c.scopeVersion = append(c.scopeVersion, d.string())
-	c.sampleRate = append(c.sampleRate, d.float())
-	c.eventTs = append(c.eventTs, eventTs)
-	for i := range c.experiment {
-		c.experiment[i] = append(c.experiment[i], d.string())
-	}
-}
-
 // recordReader reads a record's fields; the first error sticks and every
 // later read returns a zero value.
 type recordReader struct {
@@ -357,51 +165,35 @@ func (d *recordReader) varint() int64 {
 	return v
 }
 
-func (d *recordReader) float() float64 {
+// What a failed read returns: a zero and an empty string, Native encoded.
+var (
+	zeroFixed64 [8]byte
+	emptyString = [1]byte{0}
+)
+
+// fixed64 returns the next eight bytes, a float as Native stores it.
+func (d *recordReader) fixed64() []byte {
 	if len(d.b) < 8 {
 		d.fail("float")
-		return 0
+		return zeroFixed64[:]
 	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	v := d.b[:8]
 	d.b = d.b[8:]
 	return v
 }
 
-// copy reads what appendCopy wrote into the row's trace field, appending to
-// trace. Text marked the same as the row's own field, the last of own, moves
-// to trace, leaving own empty and the row's flag set.
-func (d *recordReader) copy(trace, own []string, flags []uint8) ([]string, []uint8) {
-	switch d.byte() {
-	case fieldOwn:
-		return append(trace, d.string()), append(flags, 0)
-	case fieldSame:
-		last := len(own) - 1
-		text := own[last]
-		own[last] = ""
-		return append(trace, text), append(flags, 1)
-	}
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: unknown field mark", errRecord)
-	}
-	d.b = nil
-	return append(trace, ""), append(flags, 0)
-}
-
-// string returns the next string without copying it: the insert copies it
-// into the driver's column buffer, and copying here as well would double the
-// allocations of the whole write path.
-func (d *recordReader) string() string {
+// string returns the next string as the record holds it, its varint length
+// and its bytes, which is also how a Native String column holds it.
+func (d *recordReader) string() []byte {
+	start := d.b
 	n := d.uvarint()
-	if n > uint64(len(d.b)) {
+	if d.err != nil || n > uint64(len(d.b)) {
 		d.fail("string")
-		return ""
+		return emptyString[:]
 	}
-	if n == 0 {
-		return ""
-	}
-	s := unsafe.String(&d.b[0], int(n)) //nolint:gosec // d.b is not written while the batch that holds s lives
+	size := len(start) - len(d.b) + int(n) //nolint:gosec // at most len(d.b)
 	d.b = d.b[n:]
-	return s
+	return start[:size:size]
 }
 
 // InsertObservationRecords writes the observations of records in one insert
@@ -426,93 +218,113 @@ func (s *Store) InsertObservationRecords(ctx context.Context, records [][]byte) 
 // a failure that did reach the server collapses into one row on read.
 type ObservationInsert struct {
 	s        *Store
-	batch    driver.Batch
-	detach   func() bool
+	conn     *nativeConn
+	cancel   context.CancelFunc
+	stop     func() bool // stops the cancellation watch on conn
 	storedAt uint64
 	rows     int
-	// lowCardinality marks the columns the server declared LowCardinality.
-	lowCardinality []bool
+	sent     bool // the server committed the insert: conn can serve another
+	// heads holds each column's name and type as the block repeats them.
+	heads          [numObservationColumns][]byte
+	lowCardinality [numObservationColumns]bool
 }
 
 // BeginObservationInsert starts an insert; Send ends it, Close releases it.
+// The insert ends by the store's query timeout, or earlier when ctx ends.
 func (s *Store) BeginObservationInsert(ctx context.Context) (*ObservationInsert, error) {
-	batch, detach, err := s.prepareInsert(ctx, s.ddl.name(observationsTable), observationInsertColumns)
+	insertCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
+	detach := context.AfterFunc(ctx, cancel)
+	conn, err := s.native.get(insertCtx)
 	if err != nil {
-		return nil, err
+		detach()
+		cancel()
+		return nil, fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
-	ins := &ObservationInsert{s: s, batch: batch, detach: detach, storedAt: uint64(time.Now().UnixMicro())}
-	for _, col := range batch.Columns() {
-		ins.lowCardinality = append(ins.lowCardinality, strings.HasPrefix(string(col.Type()), "LowCardinality("))
+	deadline, _ := insertCtx.Deadline()
+	_ = conn.conn.SetDeadline(deadline)
+	// A cancelled insert's reads and writes fail at once.
+	watch := context.AfterFunc(insertCtx, func() { _ = conn.conn.SetDeadline(time.Unix(1, 0)) })
+	ins := &ObservationInsert{s: s, conn: conn, storedAt: uint64(time.Now().UnixMicro())} //nolint:gosec // after 1970
+	ins.cancel = func() { detach(); cancel() }
+	ins.stop = watch
+	header, err := conn.startInsert(insertInto(s.ddl.name(observationsTable), observationInsertColumns)+" VALUES", s.native.settings)
+	if err == nil {
+		err = ins.readHeader(header)
+	}
+	if err != nil {
+		ins.Close()
+		return nil, fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
 	return ins, nil
 }
 
-// Add decodes records into the insert's columns and sends them as a block.
-func (ins *ObservationInsert) Add(records [][]byte) error {
-	c := ins.s.batches.Get().(*observationBatch)
-	defer func() {
-		c.reset()
-		ins.s.batches.Put(c)
-	}()
-	for i, rec := range records {
-		if err := c.decode(rec, ins.storedAt); err != nil {
-			return fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
+// readHeader checks the server's columns against the block's and keeps
+// their heads.
+func (ins *ObservationInsert) readHeader(header []nativeColumnHeader) error {
+	if len(header) != numObservationColumns {
+		return fmt.Errorf("the server expects %d columns, not the %d of observations", len(header), numObservationColumns)
+	}
+	for i, h := range header {
+		col := observationInsertKinds[i]
+		if h.name != col.name || !col.kind.accepts(h.typ) {
+			return fmt.Errorf("column %d is %s %s, expected %s", i, h.name, h.typ, col.name)
 		}
+		ins.lowCardinality[i] = h.typ == "LowCardinality(String)"
+		b := chproto.Buffer{}
+		b.PutString(h.name)
+		b.PutString(h.typ)
+		ins.heads[i] = b.Buf
 	}
-	if c.rows == 0 {
-		return nil
-	}
-	for i, col := range c.columns() {
-		if err := appendColumn(ins.batch.Column(i), ins.lowCardinality[i], col.values); err != nil {
-			return fmt.Errorf("%w: column %s: %w", ErrInvalid, col.name, err)
+	// A root span's text moves between these columns as it is (decodeCopy).
+	for _, i := range [...]int{cInput, cOutput, cTraceInput, cTraceOutput} {
+		if ins.lowCardinality[i] {
+			return fmt.Errorf("column %s is LowCardinality", observationInsertKinds[i].name)
 		}
-	}
-	ins.rows += c.rows
-	if err := ins.batch.Flush(); err != nil {
-		return fmt.Errorf("insert %d observations: %w", c.rows, unavailable(err))
 	}
 	return nil
 }
 
-// appendColumn appends a block's values to its column. The driver takes a
-// column of strings in one copy, but a LowCardinality column or a column of
-// arrays by reflection, value by value; row by row, those take the driver's
-// typed path instead.
-func appendColumn(col driver.BatchColumn, lowCardinality bool, values any) error {
-	switch rows := values.(type) {
-	case []string:
-		if lowCardinality {
-			return appendRows(col, rows)
-		}
-	case [][]string:
-		return appendRows(col, rows)
-	case [][]int64:
-		return appendRows(col, rows)
-	case [][]float64:
-		return appendRows(col, rows)
-	}
-	return col.Append(values)
-}
-
-func appendRows[T any](col driver.BatchColumn, rows []T) error {
-	for _, row := range rows {
-		if err := col.AppendRow(row); err != nil {
-			return err
+// Add decodes records into a block and sends it.
+func (ins *ObservationInsert) Add(records [][]byte) error {
+	b := ins.s.blocks.Get().(*observationBlock)
+	defer func() {
+		b.reset()
+		ins.s.blocks.Put(b)
+	}()
+	b.setLowCardinality(&ins.lowCardinality)
+	for i, rec := range records {
+		if err := b.decode(rec, ins.storedAt); err != nil {
+			return fmt.Errorf("%w: record %d: %w", ErrInvalid, i, err)
 		}
 	}
+	if b.rows == 0 {
+		return nil
+	}
+	if err := ins.conn.sendBlock(func(out []byte) []byte { return b.encode(out, &ins.heads) }); err != nil {
+		return fmt.Errorf("insert %d observations: %w", b.rows, unavailable(ins.conn.pendingException(err)))
+	}
+	ins.rows += b.rows
 	return nil
 }
 
 // Send ends the insert and returns how many rows it wrote.
 func (ins *ObservationInsert) Send() (int, error) {
-	if err := ins.batch.Send(); err != nil {
+	if err := ins.conn.finish(); err != nil {
 		return 0, fmt.Errorf("insert %d observations: %w", ins.rows, unavailable(err))
 	}
+	ins.sent = true
 	return ins.rows, nil
 }
 
-// Close releases the insert; one not sent is abandoned.
+// Close releases the insert; one not sent is abandoned, and so is its
+// connection, which the server has not finished with.
 func (ins *ObservationInsert) Close() {
-	_ = ins.batch.Close()
-	ins.detach()
+	watching := ins.stop()
+	ins.cancel()
+	if ins.sent && watching {
+		_ = ins.conn.conn.SetDeadline(time.Time{})
+		ins.s.native.put(ins.conn)
+		return
+	}
+	_ = ins.conn.conn.Close()
 }

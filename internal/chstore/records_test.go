@@ -1,10 +1,15 @@
 package chstore
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	chproto "github.com/ClickHouse/ch-go/proto"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,21 +32,93 @@ func recordObservations() []model.Observation {
 	}, {ProjectID: "p", TraceID: "t2", ID: "s2", Input: "same", Output: "out", TraceInput: "same", TraceOutput: "out2"}}
 }
 
+// nativeType is the type the server declares for a column of kind k, as a
+// LowCardinality column when lowCardinality.
+func nativeType(k colKind, lowCardinality bool) string {
+	if lowCardinality {
+		return "LowCardinality(String)"
+	}
+	return [...]string{
+		colString: "String", colInt64: "Int64", colUInt64: "UInt64", colFloat64: "Float64", colUInt8: "UInt8",
+		colDateTime: "DateTime('UTC')", colStrings: "Array(String)", colInt64s: "Array(Int64)", colFloat64s: "Array(Float64)",
+	}[k]
+}
+
+// readBlock encodes b for a table whose LowCardinality columns lc marks and
+// reads the block back with ch-go's decoders, an implementation of the Native
+// format apart from ours: each column's values by name.
+func readBlock(t *testing.T, b *observationBlock, lc *[numObservationColumns]bool) (int, map[string]any) {
+	t.Helper()
+	var ins ObservationInsert
+	var header []nativeColumnHeader
+	for i, col := range observationInsertKinds {
+		header = append(header, nativeColumnHeader{col.name, nativeType(col.kind, lc[i])})
+	}
+	require.NoError(t, ins.readHeader(header))
+	r := chproto.NewReader(bytes.NewReader(b.encode(nil, &ins.heads)))
+	cols, err := r.UVarInt()
+	require.NoError(t, err)
+	require.Equal(t, uint64(numObservationColumns), cols)
+	rows, err := r.UVarInt()
+	require.NoError(t, err)
+	got := map[string]any{}
+	for range cols {
+		name, err := r.Str()
+		require.NoError(t, err)
+		typ, err := r.Str()
+		require.NoError(t, err)
+		var col chproto.ColAuto
+		require.NoError(t, col.Infer(chproto.ColumnType(typ)), typ)
+		if s, ok := col.Data.(chproto.StateDecoder); ok {
+			require.NoError(t, s.DecodeState(r), name)
+		}
+		require.NoError(t, col.DecodeColumn(r, int(rows)), name)
+		got[name] = columnValues(t, col.Data)
+	}
+	_, err = r.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "nothing after the last column")
+	return int(rows), got
+}
+
+func rowsOf[T any](c chproto.ColumnOf[T]) []T {
+	out := make([]T, c.Rows())
+	for i := range out {
+		out[i] = c.Row(i)
+	}
+	return out
+}
+
+func columnValues(t *testing.T, col chproto.ColResult) any {
+	switch c := col.(type) {
+	case chproto.ColumnOf[string]:
+		return rowsOf(c)
+	case chproto.ColumnOf[int64]:
+		return rowsOf(c)
+	case chproto.ColumnOf[uint64]:
+		return rowsOf(c)
+	case chproto.ColumnOf[uint8]:
+		return rowsOf(c)
+	case chproto.ColumnOf[float64]:
+		return rowsOf(c)
+	case chproto.ColumnOf[time.Time]:
+		var secs []int64
+		for _, v := range rowsOf(c) {
+			secs = append(secs, v.Unix())
+		}
+		return secs
+	case chproto.ColumnOf[[]string]:
+		return rowsOf(c)
+	case chproto.ColumnOf[[]int64]:
+		return rowsOf(c)
+	case chproto.ColumnOf[[]float64]:
+		return rowsOf(c)
+	}
+	t.Fatalf("column type %T", col)
+	return nil
+}
+
 func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 	rec := AppendObservationRecord(nil, recordObservations())
-	var c observationBatch
-	require.NoError(t, c.decode(rec, 42))
-	require.Equal(t, 2, c.rows)
-	got := map[string]any{}
-	for _, col := range c.columns() {
-		got[col.name] = col.values
-	}
-	assert.Equal(t, observationInsertColumns, func() (names []string) {
-		for _, col := range c.columns() {
-			names = append(names, col.name)
-		}
-		return names
-	}())
 	want := map[string]any{
 		"project_id": []string{"p", "p"}, "trace_id": []string{"0123456789abcdef0123456789abcdef", "t2"},
 		"id": []string{"0123456789abcdef", "s2"}, "parent_id": []string{"fedcba9876543210", ""},
@@ -51,12 +128,12 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"level": []string{"WARNING", ""}, "status_message": []string{"slow", ""},
 		"input": []string{`{"q":"ünïcode"}`, ""}, "output": []string{"plain", "out"},
 		"metadata": []string{"{}", "{}"}, "model": []string{"gpt-4o", ""}, "model_parameters": []string{`{"temperature":0}`, ""},
-		"usage_keys": [][]string{{"input", "output"}, {}}, "usage_values": [][]int64{{12, 7}, {}},
-		"cost_keys": [][]string{{"input", "output"}, {}}, "cost_values": [][]float64{{0.25, 0.5}, {}},
+		"usage_keys": [][]string{{"input", "output"}, nil}, "usage_values": [][]int64{{12, 7}, nil},
+		"cost_keys": [][]string{{"input", "output"}, nil}, "cost_values": [][]float64{{0.25, 0.5}, nil},
 		"total_cost": []float64{0.75, 0}, "prompt_name": []string{"greet", ""}, "prompt_version": []int64{-3, 0},
 		"environment": []string{"prod", ""}, "release": []string{"r1", ""}, "version": []string{"v2", ""},
 		"trace_name": []string{"t", ""}, "user_id": []string{"u", ""}, "session_id": []string{"s", ""},
-		"tags": [][]string{{"b", "a"}, {}}, "public": []uint8{1, 0}, "trace_metadata": []string{"{}", "{}"},
+		"tags": [][]string{{"b", "a"}, nil}, "public": []uint8{1, 0}, "trace_metadata": []string{"{}", "{}"},
 		"trace_input": []string{"ti", "same"}, "trace_output": []string{"to", "out2"}, "is_root": []uint8{1, 0},
 		"input_is_trace_input": []uint8{0, 1}, "output_is_trace_output": []uint8{0, 0},
 		"service_name": []string{"svc", ""}, "scope_name": []string{"sc", ""}, "scope_version": []string{"1", ""},
@@ -66,12 +143,42 @@ func TestRecordDecodesIntoEveryColumn(t *testing.T) {
 		"experiment_description": []string{"desc", ""}, "experiment_metadata": []string{"{}", ""},
 		"experiment_item_metadata": []string{`{"k":1}`, ""}, "experiment_item_expected_output": []string{`"x"`, ""},
 	}
-	assert.Equal(t, want, got)
+	var none, schema [numObservationColumns]bool
+	for i, col := range observationInsertKinds {
+		schema[i] = col.kind == colString && !strings.Contains("input output trace_input trace_output", col.name)
+	}
+	for name, lc := range map[string]*[numObservationColumns]bool{"String columns": &none, "LowCardinality columns": &schema} {
+		var b observationBlock
+		b.setLowCardinality(lc)
+		require.NoError(t, b.decode(rec, 42))
+		rows, got := readBlock(t, &b, lc)
+		assert.Equal(t, 2, rows, name)
+		assert.Equal(t, want, got, name)
 
-	c.reset()
-	require.NoError(t, c.decode(rec, 1))
-	assert.Equal(t, 2, c.rows, "a reset batch holds only the next records")
-	assert.Len(t, c.projectID, 2)
+		b.reset()
+		require.NoError(t, b.decode(rec, 42))
+		rows, got = readBlock(t, &b, lc)
+		assert.Equal(t, 2, rows, "a reset block holds only the next records")
+		assert.Equal(t, want, got, "%s after reset", name)
+	}
+}
+
+// A LowCardinality column's keys widen with its dictionary.
+func TestLowCardinalityKeysWiden(t *testing.T) {
+	var lc [numObservationColumns]bool
+	lc[cModel] = true
+	for _, distinct := range []int{1, 255, 256, 300, 70_000} {
+		var b observationBlock
+		b.setLowCardinality(&lc)
+		var models []string
+		for i := range 2 * distinct {
+			o := model.Observation{ProjectID: "p", TraceID: "t", ID: "s", Model: fmt.Sprintf("m%d", i%distinct)}
+			require.NoError(t, b.decode(AppendObservationRecord(nil, []model.Observation{o}), 1))
+			models = append(models, o.Model)
+		}
+		_, got := readBlock(t, &b, &lc)
+		assert.Equal(t, models, got["model"], "%d distinct", distinct)
+	}
 }
 
 func TestCorruptRecordsAreRefused(t *testing.T) {
@@ -83,8 +190,8 @@ func TestCorruptRecordsAreRefused(t *testing.T) {
 		"trailing bytes": append(append([]byte{}, rec...), 0),
 		"huge count":     {recordV1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	} {
-		var c observationBatch
-		assert.ErrorIs(t, c.decode(bad, 1), errRecord, name)
+		var b observationBlock
+		assert.ErrorIs(t, b.decode(bad, 1), errRecord, name)
 	}
 }
 
@@ -94,13 +201,18 @@ func FuzzRecordDecode(f *testing.F) {
 	f.Add(AppendObservationRecord(nil, recordObservations()))
 	f.Add([]byte{recordV1, 1})
 	f.Fuzz(func(t *testing.T, rec []byte) {
-		var c observationBatch
-		if c.decode(rec, 1) != nil {
+		var b observationBlock
+		var lc [numObservationColumns]bool
+		lc[cModel] = true
+		b.setLowCardinality(&lc)
+		if b.decode(rec, 1) != nil {
 			return
 		}
-		assert.LessOrEqual(t, c.rows, len(rec))
-		for _, col := range c.columns() {
-			assert.Equal(t, c.rows, reflect.ValueOf(col.values).Len(), col.name)
+		assert.LessOrEqual(t, b.rows, len(rec))
+		rows, cols := readBlock(t, &b, &lc)
+		assert.Equal(t, b.rows, rows)
+		for name, values := range cols {
+			assert.Equal(t, b.rows, reflect.ValueOf(values).Len(), name)
 		}
 	})
 }
@@ -110,32 +222,41 @@ func TestARootSpansTraceInputIsWrittenOnce(t *testing.T) {
 	root := model.Observation{ProjectID: "p", TraceID: "t", ID: "s", IsRoot: true, Input: io, Output: io, TraceInput: io, TraceOutput: io}
 	rec := AppendObservationRecord(nil, []model.Observation{root})
 	assert.Less(t, len(rec), 2*len(io)+200, "input and output once each")
-	var c observationBatch
-	require.NoError(t, c.decode(rec, 1))
-	assert.Equal(t, []string{io}, c.traceInput, "stored once, as the trace's")
-	assert.Equal(t, []string{io}, c.traceOutput)
-	assert.Equal(t, []string{""}, c.input)
-	assert.Equal(t, []string{""}, c.output)
-	assert.Equal(t, []uint8{1}, c.inputIsTraceInput)
-	assert.Equal(t, []uint8{1}, c.outputIsTraceOutput)
+	var b observationBlock
+	require.NoError(t, b.decode(rec, 1))
+	_, got := readBlock(t, &b, new([numObservationColumns]bool))
+	assert.Equal(t, []string{io}, got["trace_input"], "stored once, as the trace's")
+	assert.Equal(t, []string{io}, got["trace_output"])
+	assert.Equal(t, []string{""}, got["input"])
+	assert.Equal(t, []string{""}, got["output"])
+	assert.Equal(t, []uint8{1}, got["input_is_trace_input"])
+	assert.Equal(t, []uint8{1}, got["output_is_trace_output"])
 }
 
-// BenchmarkDecodeRecord decodes a record of 200 observations into a pooled
-// batch's columns, as each block of an insert does.
+// BenchmarkDecodeRecord decodes a record of 200 observations into a reused
+// block and encodes it, as each Add of an insert does.
 func BenchmarkDecodeRecord(b *testing.B) {
 	var obs []model.Observation
 	for range 100 {
 		obs = append(obs, recordObservations()...)
 	}
 	rec := AppendObservationRecord(nil, obs)
-	var c observationBatch
+	var blk observationBlock
+	var lc [numObservationColumns]bool
+	for _, i := range []int{cType, cLevel, cModel, cEnvironment, cServiceName} {
+		lc[i] = true
+	}
+	blk.setLowCardinality(&lc)
+	var heads [numObservationColumns][]byte
+	var out []byte
 	b.ReportAllocs()
 	b.SetBytes(int64(len(rec)))
 	for b.Loop() {
-		if err := c.decode(rec, 1); err != nil {
+		if err := blk.decode(rec, 1); err != nil {
 			b.Fatal(err)
 		}
-		c.reset()
+		out = blk.encode(out[:0], &heads)
+		blk.reset()
 	}
 }
 

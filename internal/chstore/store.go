@@ -41,8 +41,10 @@ type Store struct {
 	// retention holds each project's retention in days (SetRetention):
 	// reads leave out rows older than it before ExpireBefore deletes them.
 	retention atomic.Pointer[map[string]int]
-	// batches recycles the column buffers of observation inserts.
-	batches sync.Pool
+	// native sends the observation inserts (native.go).
+	native *nativeClient
+	// blocks recycles the column buffers of observation inserts.
+	blocks sync.Pool
 }
 
 // Open connects to ClickHouse and checks that the server answers. It creates
@@ -138,17 +140,22 @@ func newStore(cfg Config) (*Store, error) {
 	}
 	// A read that outlives the query deadline means a hung connection.
 	opts.ReadTimeout = cfg.QueryTimeout + cfg.DialTimeout
+	native, err := newNativeClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse dsn: %w", err)
+	}
 	// Open does not dial; the first call does.
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
 	s := &Store{
-		conn: conn,
-		cfg:  cfg,
-		ddl:  ddl{db: cfg.Database, cluster: cfg.Cluster, replicated: cfg.ReplicatedEngines},
+		conn:   conn,
+		native: native,
+		cfg:    cfg,
+		ddl:    ddl{db: cfg.Database, cluster: cfg.Cluster, replicated: cfg.ReplicatedEngines},
 	}
-	s.batches.New = func() any { return new(observationBatch) }
+	s.blocks.New = func() any { return new(observationBlock) }
 	s.ready.Store(true)
 	return s, nil
 }
@@ -159,6 +166,7 @@ func (s *Store) Close() error {
 		s.stop()
 		<-s.done
 	}
+	s.native.close()
 	return s.conn.Close()
 }
 

@@ -1,0 +1,110 @@
+package chstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+)
+
+// withParams appends query parameters to a DSN.
+func withParams(dsn, params string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + params
+	}
+	return dsn + "?" + params
+}
+
+// openMigrated opens a store on cfg and creates its schema.
+func openMigrated(t *testing.T, cfg chstore.Config) *chstore.Store {
+	t.Helper()
+	s, err := chstore.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(context.Background()))
+	return s
+}
+
+// The observations insert takes the DSN's compression and settings, and
+// reuses its connection for the next insert.
+func TestObservationInsertOptions(t *testing.T) {
+	ctx := context.Background()
+	for _, compress := range []string{"none", "lz4", "zstd"} {
+		t.Run(compress, func(t *testing.T) {
+			cfg := chtest.Config(t)
+			cfg.DSN = withParams(cfg.DSN, "compress="+compress+"&max_insert_block_size=100000&insert_deduplicate=0")
+			s := openMigrated(t, cfg)
+			for i, trace := range []string{"a0a0000000000000000000000000000a", "b0b0000000000000000000000000000b"} {
+				require.NoError(t, s.InsertObservations(ctx, traceOf("p", trace, base+int64(i)*second)))
+				got, err := s.GetTrace(ctx, "p", trace)
+				require.NoError(t, err)
+				assert.Len(t, got.Observations, 3)
+				assert.Equal(t, "chat", got.Name)
+			}
+		})
+	}
+}
+
+// A setting the server does not know fails the insert with its exception,
+// and a text setting, which the insert cannot send, fails the store's start.
+func TestObservationInsertUnknownSetting(t *testing.T) {
+	cfg := chtest.Config(t)
+	s := openMigrated(t, cfg)
+	cfg.DSN = withParams(cfg.DSN, "no_such_setting=1")
+	bad, err := chstore.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	defer bad.Close()
+	err = bad.InsertObservations(context.Background(), traceOf("p", "c0c0000000000000000000000000000c", base))
+	require.ErrorContains(t, err, "no_such_setting")
+	assert.NotErrorIs(t, err, chstore.ErrUnavailable)
+	_, err = s.GetTrace(context.Background(), "p", "c0c0000000000000000000000000000c")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+
+	cfg.DSN = withParams(cfg.DSN, "load_balancing=random")
+	_, err = chstore.Open(context.Background(), cfg)
+	require.ErrorContains(t, err, "load_balancing=random: only numeric settings")
+}
+
+// The insert goes to the next of the DSN's servers when one is down.
+func TestObservationInsertFailsOver(t *testing.T) {
+	cfg := chtest.Config(t)
+	cfg.DSN = strings.Replace(cfg.DSN, "clickhouse://", "clickhouse://127.0.0.1:1,", 1)
+	s := openMigrated(t, cfg)
+	require.NoError(t, s.InsertObservations(context.Background(), traceOf("p", "d0d0000000000000000000000000000d", base)))
+}
+
+// An insert abandoned part-way, by its context or by Close before Send,
+// commits nothing of what it had not sent, and the next insert works.
+func TestObservationInsertAbandoned(t *testing.T) {
+	s := chtest.Store(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ins, err := s.BeginObservationInsert(ctx)
+	require.NoError(t, err)
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the cancellation reaches the connection from a goroutine of its own
+	err = ins.Add([][]byte{chstore.AppendObservationRecord(nil, traceOf("p", "e0e0000000000000000000000000000e", base))})
+	if err == nil {
+		_, err = ins.Send()
+	}
+	require.ErrorIs(t, err, chstore.ErrUnavailable, "a cancelled insert is worth a retry")
+	ins.Close()
+
+	ins, err = s.BeginObservationInsert(context.Background())
+	require.NoError(t, err)
+	ins.Close()
+
+	deadline, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	require.NoError(t, s.InsertObservations(deadline, traceOf("p", "f0f0000000000000000000000000000f", base)))
+	got, err := s.GetTrace(deadline, "p", "f0f0000000000000000000000000000f")
+	require.NoError(t, err)
+	assert.Len(t, got.Observations, 3)
+	_, err = s.GetTrace(deadline, "p", "e0e0000000000000000000000000000e")
+	require.ErrorIs(t, err, chstore.ErrNotFound)
+}
