@@ -10,7 +10,8 @@
 # The Debian packages are installed when the server binary is missing.
 #
 # env: CLICKHOUSE_WAIT_SECS (default 60) readiness timeout; CLICKHOUSE_STOP_SECS (default 20)
-# grace period before SIGKILL.
+# grace period before SIGKILL; CLICKHOUSE_TLS_PORT, when set, also serves the native protocol
+# over TLS on that port, with the certificate and key in DIR/tls/server.pem and server-key.pem.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -64,8 +65,16 @@ own_pid() {
 }
 
 write_config() {
-  local tcp=$1 http=$2
+  local tcp=$1 http=$2 tls=
   mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/format_schemas" "$dir/log"
+  if [ -n "${CLICKHOUSE_TLS_PORT:-}" ]; then
+    tls="<tcp_port_secure>$CLICKHOUSE_TLS_PORT</tcp_port_secure>
+  <openSSL><server>
+    <certificateFile>$dir/tls/server.pem</certificateFile><privateKeyFile>$dir/tls/server-key.pem</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>
+  </server></openSSL>"
+  fi
   cat >"$dir/config.xml" <<XML
 <?xml version="1.0"?>
 <!-- Written by scripts/clickhouse.sh on every start. -->
@@ -80,6 +89,7 @@ write_config() {
   <listen_host>127.0.0.1</listen_host>
   <tcp_port>$tcp</tcp_port>
   <http_port>$http</http_port>
+  $tls
   <path>$dir/data/</path>
   <tmp_path>$dir/tmp/</tmp_path>
   <user_files_path>$dir/user_files/</user_files_path>

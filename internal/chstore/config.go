@@ -57,6 +57,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("dsn: %w", err))
 	} else if opts.Protocol != clickhouse.Native {
 		errs = append(errs, errors.New("dsn: only the native protocol is supported (clickhouse://host:9000)"))
+	} else if _, err := newNativeClient(opts); err != nil {
+		errs = append(errs, fmt.Errorf("dsn: %w", err))
 	}
 	if c.Database != "" && !identifier.MatchString(c.Database) {
 		errs = append(errs, fmt.Errorf("database %q: letters, digits and underscores only", c.Database))

@@ -2,6 +2,18 @@ package chstore_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +23,7 @@ import (
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
 	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
+	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
 // withParams appends query parameters to a DSN.
@@ -67,8 +80,7 @@ func TestObservationInsertUnknownSetting(t *testing.T) {
 	require.ErrorIs(t, err, chstore.ErrNotFound)
 
 	cfg.DSN = withParams(cfg.DSN, "load_balancing=random")
-	_, err = chstore.Open(context.Background(), cfg)
-	require.ErrorContains(t, err, "load_balancing=random: only numeric settings")
+	require.ErrorContains(t, cfg.Validate(), "load_balancing=random: only numeric settings")
 }
 
 // The insert goes to the next of the DSN's servers when one is down.
@@ -107,4 +119,46 @@ func TestObservationInsertAbandoned(t *testing.T) {
 	assert.Len(t, got.Observations, 3)
 	_, err = s.GetTrace(deadline, "p", "e0e0000000000000000000000000000e")
 	require.ErrorIs(t, err, chstore.ErrNotFound)
+}
+
+// The insert, like the driver, talks TLS to a server's secure port.
+func TestObservationInsertOverTLS(t *testing.T) {
+	chtest.DSN(t) // runs where ClickHouse tests run; the server here is a private one with TLS
+	script, err := filepath.Abs("../../scripts/clickhouse.sh")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	writeSelfSignedCert(t, filepath.Join(dir, "tls"))
+	tcp, httpPort, secure := freeport.Port(t), freeport.Port(t), freeport.Port(t)
+	start := exec.Command(script, "start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
+	start.Env = append(os.Environ(), fmt.Sprintf("CLICKHOUSE_TLS_PORT=%d", secure))
+	out, err := start.CombinedOutput()
+	require.NoError(t, err, "clickhouse.sh start: %s", out)
+	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
+
+	cfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d?secure=true&skip_verify=true", secure), Database: "tls", QueryTimeout: 10 * time.Second}
+	s := openMigrated(t, cfg)
+	ctx := context.Background()
+	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "a1a1000000000000000000000000000a", base)))
+	got, err := s.GetTrace(ctx, "p", "a1a1000000000000000000000000000a")
+	require.NoError(t, err)
+	assert.Len(t, got.Observations, 3)
+}
+
+func writeSelfSignedCert(t *testing.T, dir string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "server.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "server-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 }

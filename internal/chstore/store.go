@@ -142,7 +142,7 @@ func newStore(cfg Config) (*Store, error) {
 	opts.ReadTimeout = cfg.QueryTimeout + cfg.DialTimeout
 	native, err := newNativeClient(opts)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse dsn: %w", err)
+		return nil, fmt.Errorf("dsn: %w", err)
 	}
 	// Open does not dial; the first call does.
 	conn, err := clickhouse.Open(opts)
