@@ -286,11 +286,8 @@ func (ins *ObservationInsert) readHeader(header []nativeColumnHeader) error {
 
 // Add decodes records into a block and sends it.
 func (ins *ObservationInsert) Add(records [][]byte) error {
-	b := ins.s.blocks.Get().(*observationBlock)
-	defer func() {
-		b.reset()
-		ins.s.blocks.Put(b)
-	}()
+	b := ins.s.block()
+	defer ins.s.releaseBlock(b)
 	b.setLowCardinality(&ins.lowCardinality)
 	for i, rec := range records {
 		if err := b.decode(rec, ins.storedAt); err != nil {
@@ -305,6 +302,25 @@ func (ins *ObservationInsert) Add(records [][]byte) error {
 	}
 	ins.rows += b.rows
 	return nil
+}
+
+// block returns a kept block or a new one.
+func (s *Store) block() *observationBlock {
+	select {
+	case b := <-s.blocks:
+		return b
+	default:
+		return new(observationBlock)
+	}
+}
+
+// releaseBlock keeps b for a later insert, unless enough are kept already.
+func (s *Store) releaseBlock(b *observationBlock) {
+	b.reset()
+	select {
+	case s.blocks <- b:
+	default:
+	}
 }
 
 // Send ends the insert and returns how many rows it wrote.

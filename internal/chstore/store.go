@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,8 +42,11 @@ type Store struct {
 	retention atomic.Pointer[map[string]int]
 	// native sends the observation inserts (native.go).
 	native *nativeClient
-	// blocks recycles the column buffers of observation inserts.
-	blocks sync.Pool
+	// blocks keeps the column buffers of observation inserts for the next
+	// ones (Store.block). A sync.Pool would not: it empties at every garbage
+	// collection, several a second under load, and the buffers of each block
+	// would grow again from nothing.
+	blocks chan *observationBlock
 }
 
 // Open connects to ClickHouse and checks that the server answers. It creates
@@ -155,7 +157,7 @@ func newStore(cfg Config) (*Store, error) {
 		cfg:    cfg,
 		ddl:    ddl{db: cfg.Database, cluster: cfg.Cluster, replicated: cfg.ReplicatedEngines},
 	}
-	s.blocks.New = func() any { return new(observationBlock) }
+	s.blocks = make(chan *observationBlock, nativeMaxIdle)
 	s.ready.Store(true)
 	return s, nil
 }
