@@ -185,6 +185,12 @@ func (d *recordReader) fixed64() []byte {
 // string returns the next string as the record holds it, its varint length
 // and its bytes, which is also how a Native String column holds it.
 func (d *recordReader) string() []byte {
+	// Most strings are shorter than 128 bytes: a one-byte length.
+	if len(d.b) > 0 && d.b[0] < 0x80 && int(d.b[0]) < len(d.b) {
+		s := d.b[: 1+d.b[0] : 1+d.b[0]]
+		d.b = d.b[len(s):]
+		return s
+	}
 	start := d.b
 	n := d.uvarint()
 	if d.err != nil || n > uint64(len(d.b)) {
