@@ -352,6 +352,9 @@ func (b *observationBlock) encode(out []byte, heads *[numObservationColumns][]by
 	for i := range b.cols {
 		c := &b.cols[i]
 		out = append(out, heads[i]...)
+		if b.rows == 0 {
+			continue // an empty block has no column data, not even a dictionary's
+		}
 		if c.dict != nil {
 			out = c.dict.encode(out)
 			continue
