@@ -101,20 +101,21 @@ type nativeConn struct {
 	opened   time.Time
 }
 
-// get returns an idle connection or opens one.
-func (c *nativeClient) get(ctx context.Context) (*nativeConn, error) {
+// get returns an idle connection, reused, or opens one.
+func (c *nativeClient) get(ctx context.Context) (nc *nativeConn, reused bool, err error) {
 	c.mu.Lock()
 	for len(c.idle) > 0 {
-		nc := c.idle[len(c.idle)-1]
+		kept := c.idle[len(c.idle)-1]
 		c.idle = c.idle[:len(c.idle)-1]
-		if time.Since(nc.opened) < c.lifetime {
+		if time.Since(kept.opened) < c.lifetime {
 			c.mu.Unlock()
-			return nc, nil
+			return kept, true, nil
 		}
-		_ = nc.conn.Close()
+		_ = kept.conn.Close()
 	}
 	c.mu.Unlock()
-	return c.dial(ctx)
+	nc, err = c.dial(ctx)
+	return nc, false, err
 }
 
 // put keeps a connection whose insert ended cleanly for the next one.

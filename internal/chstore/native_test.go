@@ -121,25 +121,59 @@ func TestObservationInsertAbandoned(t *testing.T) {
 	require.ErrorIs(t, err, chstore.ErrNotFound)
 }
 
-// The insert, like the driver, talks TLS to a server's secure port.
-func TestObservationInsertOverTLS(t *testing.T) {
-	chtest.DSN(t) // runs where ClickHouse tests run; the server here is a private one with TLS
+// privateClickHouse starts a ClickHouse of the test's own in dir, with env
+// added to scripts/clickhouse.sh's, and returns its native port and a
+// function that runs the script's commands on it.
+func privateClickHouse(t *testing.T, dir string, env ...string) (int, func(command string)) {
+	t.Helper()
+	chtest.DSN(t) // runs where ClickHouse tests run
 	script, err := filepath.Abs("../../scripts/clickhouse.sh")
 	require.NoError(t, err)
+	tcp, httpPort := freeport.Port(t), freeport.Port(t)
+	ctl := func(command string) {
+		t.Helper()
+		args := []string{command, dir}
+		if command == "start" {
+			args = append(args, fmt.Sprint(tcp), fmt.Sprint(httpPort))
+		}
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "clickhouse.sh %s: %s", command, out)
+	}
+	ctl("start")
+	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
+	return tcp, ctl
+}
+
+// The insert, like the driver, talks TLS to a server's secure port.
+func TestObservationInsertOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	writeSelfSignedCert(t, filepath.Join(dir, "tls"))
-	tcp, httpPort, secure := freeport.Port(t), freeport.Port(t), freeport.Port(t)
-	start := exec.Command(script, "start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort))
-	start.Env = append(os.Environ(), fmt.Sprintf("CLICKHOUSE_TLS_PORT=%d", secure))
-	out, err := start.CombinedOutput()
-	require.NoError(t, err, "clickhouse.sh start: %s", out)
-	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
+	secure := freeport.Port(t)
+	privateClickHouse(t, dir, fmt.Sprintf("CLICKHOUSE_TLS_PORT=%d", secure))
 
 	cfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d?secure=true&skip_verify=true", secure), Database: "tls", QueryTimeout: 10 * time.Second}
 	s := openMigrated(t, cfg)
 	ctx := context.Background()
 	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "a1a1000000000000000000000000000a", base)))
 	got, err := s.GetTrace(ctx, "p", "a1a1000000000000000000000000000a")
+	require.NoError(t, err)
+	assert.Len(t, got.Observations, 3)
+}
+
+// A connection kept from an earlier insert that the server has since closed
+// (here by restarting) costs the next insert nothing: it opens a new one.
+func TestObservationInsertAfterServerRestart(t *testing.T) {
+	tcp, ctl := privateClickHouse(t, t.TempDir())
+	cfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp), Database: "restart", QueryTimeout: 10 * time.Second}
+	s := openMigrated(t, cfg)
+	ctx := context.Background()
+	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "a2a2000000000000000000000000000a", base)))
+	ctl("stop")
+	ctl("start")
+	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "b2b2000000000000000000000000000b", base)))
+	got, err := s.GetTrace(ctx, "p", "b2b2000000000000000000000000000b")
 	require.NoError(t, err)
 	assert.Len(t, got.Observations, 3)
 }

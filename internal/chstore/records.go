@@ -10,6 +10,7 @@ import (
 	"time"
 
 	chproto "github.com/ClickHouse/ch-go/proto"
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/glassbox-dev/glassbox/internal/model"
 )
@@ -240,28 +241,38 @@ type ObservationInsert struct {
 func (s *Store) BeginObservationInsert(ctx context.Context) (*ObservationInsert, error) {
 	insertCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.QueryTimeout)
 	detach := context.AfterFunc(ctx, cancel)
-	conn, err := s.native.get(insertCtx)
-	if err != nil {
-		detach()
-		cancel()
-		return nil, fmt.Errorf("prepare insert: %w", unavailable(err))
-	}
-	deadline, _ := insertCtx.Deadline()
-	_ = conn.conn.SetDeadline(deadline)
-	// A cancelled insert's reads and writes fail at once.
-	watch := context.AfterFunc(insertCtx, func() { _ = conn.conn.SetDeadline(time.Unix(1, 0)) })
-	ins := &ObservationInsert{s: s, conn: conn, storedAt: uint64(time.Now().UnixMicro())} //nolint:gosec // after 1970
-	ins.cancel = func() { detach(); cancel() }
-	ins.stop = watch
-	header, err := conn.startInsert(insertInto(s.ddl.name(observationsTable), observationInsertColumns)+" VALUES", s.native.settings)
-	if err == nil {
-		err = ins.readHeader(header)
-	}
-	if err != nil {
+	query := insertInto(s.ddl.name(observationsTable), observationInsertColumns) + " VALUES"
+	for {
+		conn, reused, err := s.native.get(insertCtx)
+		if err != nil {
+			detach()
+			cancel()
+			return nil, fmt.Errorf("prepare insert: %w", unavailable(err))
+		}
+		ins := &ObservationInsert{s: s, conn: conn, storedAt: uint64(time.Now().UnixMicro())} //nolint:gosec // after 1970
+		ins.cancel = func() { detach(); cancel() }
+		deadline, _ := insertCtx.Deadline()
+		_ = conn.conn.SetDeadline(deadline)
+		// A cancelled insert's reads and writes fail at once.
+		ins.stop = context.AfterFunc(insertCtx, func() { _ = conn.conn.SetDeadline(time.Unix(1, 0)) })
+		header, err := conn.startInsert(query, s.native.settings)
+		if err == nil {
+			err = ins.readHeader(header)
+		}
+		if err == nil {
+			return ins, nil
+		}
+		// The server or the network may have closed a connection while it
+		// was idle; the next one kept, or a new one, is tried.
+		var ex *clickhouse.Exception
+		if reused && !errors.As(err, &ex) && insertCtx.Err() == nil {
+			ins.stop()
+			_ = conn.conn.Close()
+			continue
+		}
 		ins.Close()
 		return nil, fmt.Errorf("prepare insert: %w", unavailable(err))
 	}
-	return ins, nil
 }
 
 // readHeader checks the server's columns against the block's and keeps
