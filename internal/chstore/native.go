@@ -49,6 +49,7 @@ type nativeClient struct {
 	next     atomic.Uint32 // round robin over opts.Addr
 	mu       sync.Mutex
 	idle     []*nativeConn
+	closed   bool // the store closed: connections are no longer kept
 }
 
 // nativeSetting is a DSN setting. Revision 54412 sends each value in its
@@ -122,7 +123,7 @@ func (c *nativeClient) get(ctx context.Context) (nc *nativeConn, reused bool, er
 func (c *nativeClient) put(nc *nativeConn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.idle) < nativeMaxIdle {
+	if !c.closed && len(c.idle) < nativeMaxIdle {
 		c.idle = append(c.idle, nc)
 		return
 	}
@@ -135,7 +136,7 @@ func (c *nativeClient) close() {
 	for _, nc := range c.idle {
 		_ = nc.conn.Close()
 	}
-	c.idle = nil
+	c.idle, c.closed = nil, true
 }
 
 // dial tries the DSN's addresses in the order its open strategy gives and
