@@ -34,16 +34,6 @@ func withParams(dsn, params string) string {
 	return dsn + "?" + params
 }
 
-// openMigrated opens a store on cfg and creates its schema.
-func openMigrated(t *testing.T, cfg chstore.Config) *chstore.Store {
-	t.Helper()
-	s, err := chstore.Open(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(context.Background()))
-	return s
-}
-
 // The observations insert takes the DSN's compression and settings, and
 // reuses its connection for the next insert.
 func TestObservationInsertOptions(t *testing.T) {
@@ -52,7 +42,7 @@ func TestObservationInsertOptions(t *testing.T) {
 		t.Run(compress, func(t *testing.T) {
 			cfg := chtest.Config(t)
 			cfg.DSN = withParams(cfg.DSN, "compress="+compress+"&max_insert_block_size=100000&insert_deduplicate=0")
-			s := openMigrated(t, cfg)
+			s := chtest.StoreOn(t, cfg)
 			for i, trace := range []string{"a0a0000000000000000000000000000a", "b0b0000000000000000000000000000b"} {
 				require.NoError(t, s.InsertObservations(ctx, traceOf("p", trace, base+int64(i)*second)))
 				got, err := s.GetTrace(ctx, "p", trace)
@@ -68,7 +58,7 @@ func TestObservationInsertOptions(t *testing.T) {
 // and a text setting, which the insert cannot send, fails the store's start.
 func TestObservationInsertUnknownSetting(t *testing.T) {
 	cfg := chtest.Config(t)
-	s := openMigrated(t, cfg)
+	s := chtest.StoreOn(t, cfg)
 	cfg.DSN = withParams(cfg.DSN, "no_such_setting=1")
 	bad, err := chstore.Open(context.Background(), cfg)
 	require.NoError(t, err)
@@ -87,7 +77,7 @@ func TestObservationInsertUnknownSetting(t *testing.T) {
 func TestObservationInsertFailsOver(t *testing.T) {
 	cfg := chtest.Config(t)
 	cfg.DSN = strings.Replace(cfg.DSN, "clickhouse://", "clickhouse://127.0.0.1:1,", 1)
-	s := openMigrated(t, cfg)
+	s := chtest.StoreOn(t, cfg)
 	require.NoError(t, s.InsertObservations(context.Background(), traceOf("p", "d0d0000000000000000000000000000d", base)))
 }
 
@@ -154,7 +144,7 @@ func TestObservationInsertOverTLS(t *testing.T) {
 	privateClickHouse(t, dir, fmt.Sprintf("CLICKHOUSE_TLS_PORT=%d", secure))
 
 	cfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d?secure=true&skip_verify=true", secure), Database: "tls", QueryTimeout: 10 * time.Second}
-	s := openMigrated(t, cfg)
+	s := chtest.StoreOn(t, cfg)
 	ctx := context.Background()
 	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "a1a1000000000000000000000000000a", base)))
 	got, err := s.GetTrace(ctx, "p", "a1a1000000000000000000000000000a")
@@ -167,7 +157,7 @@ func TestObservationInsertOverTLS(t *testing.T) {
 func TestObservationInsertAfterServerRestart(t *testing.T) {
 	tcp, ctl := privateClickHouse(t, t.TempDir())
 	cfg := chstore.Config{DSN: fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp), Database: "restart", QueryTimeout: 10 * time.Second}
-	s := openMigrated(t, cfg)
+	s := chtest.StoreOn(t, cfg)
 	ctx := context.Background()
 	require.NoError(t, s.InsertObservations(ctx, traceOf("p", "a2a2000000000000000000000000000a", base)))
 	ctl("stop")

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/glassbox-dev/glassbox/internal/chstore"
+	"github.com/glassbox-dev/glassbox/internal/testutil/chtest"
 	"github.com/glassbox-dev/glassbox/internal/testutil/freeport"
 )
 
@@ -83,12 +84,12 @@ func TestTiersStartWhileClickHouseIsDown(t *testing.T) {
 	out, err := exec.Command(script, "start", dir, fmt.Sprint(tcp), fmt.Sprint(httpPort)).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	tr := waitTrace(t, newStoreOn(t, allInOneDB), "proj-e2e", queued, 1)
+	tr := waitTrace(t, chtest.StoreOn(t, allInOneDB), "proj-e2e", queued, 1)
 	assert.Equal(t, "gpt-4o", tr.Observations[0].Model)
-	waitTrace(t, newStoreOn(t, writerDB), "proj-w", routed.String(), 1)
-	chain := waitTrace(t, newStoreOn(t, writerDB), "proj-e2e", chained, 1)
+	waitTrace(t, chtest.StoreOn(t, writerDB), "proj-w", routed.String(), 1)
+	chain := waitTrace(t, chtest.StoreOn(t, writerDB), "proj-e2e", chained, 1)
 	assert.NotEmpty(t, chain.Observations[0].CostDetails, "priced on the way")
-	waitTrace(t, newStoreOn(t, fanOutDB), "proj-e2e", fannedOut, 1)
+	waitTrace(t, chtest.StoreOn(t, fanOutDB), "proj-e2e", fannedOut, 1)
 	a.waitHealth(t, http.StatusOK)
 	got := a.request(t, http.MethodGet, "/api/public/traces/"+queued, auth, nil, http.StatusOK)
 	assert.Equal(t, queued, got["id"])

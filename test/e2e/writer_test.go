@@ -171,7 +171,7 @@ func (w *writerTier) export(t *testing.T, creds credentials.TransportCredentials
 
 func TestWriterTierTakesOnlyTheFirstTier(t *testing.T) {
 	ch := chtest.Config(t)
-	store := newStoreOn(t, ch)
+	store := chtest.StoreOn(t, ch)
 	w := startWriter(t, ch)
 	rogueCert, rogueKey := newTestCA(t, "rogue").issue(t, "rogue", false)
 
@@ -189,15 +189,4 @@ func TestWriterTierTakesOnlyTheFirstTier(t *testing.T) {
 	assert.Equal(t, "routed", tr.Observations[0].Name)
 	_, err := store.GetTrace(context.Background(), "proj-w", pcommon.TraceID{0xee, 1}.String())
 	assert.Error(t, err, "nothing refused was stored")
-}
-
-// newStoreOn opens and migrates a store on cfg's database, which the
-// collector under test writes to as well.
-func newStoreOn(t *testing.T, cfg chstore.Config) *chstore.Store {
-	t.Helper()
-	s, err := chstore.Open(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(context.Background()))
-	return s
 }

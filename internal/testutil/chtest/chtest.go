@@ -58,7 +58,13 @@ func Config(t testing.TB) chstore.Config {
 // the test ends.
 func Store(t testing.TB) *chstore.Store {
 	t.Helper()
-	cfg := Config(t)
+	return StoreOn(t, Config(t))
+}
+
+// StoreOn opens a store on cfg and migrates it; the store is closed when
+// the test ends.
+func StoreOn(t testing.TB, cfg chstore.Config) *chstore.Store {
+	t.Helper()
 	ctx := context.Background()
 	s, err := chstore.Open(ctx, cfg)
 	if err != nil {
