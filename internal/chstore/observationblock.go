@@ -23,28 +23,25 @@ const (
 	colFloat64s // Array(Float64)
 )
 
+// typ is the ClickHouse type the schema gives a column of this kind.
+func (k colKind) typ() string {
+	return [...]string{
+		colString: "String", colInt64: "Int64", colUInt64: "UInt64", colFloat64: "Float64", colUInt8: "UInt8",
+		colDateTime: "DateTime", colStrings: "Array(String)", colInt64s: "Array(Int64)", colFloat64s: "Array(Float64)",
+	}[k]
+}
+
 // accepts reports whether a column of this kind can be sent as the server's
-// type, as the insert's header declares it.
+// type, as the insert's header declares it: its own, a LowCardinality string
+// or a DateTime with a time zone.
 func (k colKind) accepts(typ string) bool {
-	switch k {
-	case colString:
-		return typ == "String" || typ == "LowCardinality(String)"
-	case colInt64:
-		return typ == "Int64"
-	case colUInt64:
-		return typ == "UInt64"
-	case colFloat64:
-		return typ == "Float64"
-	case colUInt8:
-		return typ == "UInt8"
-	case colDateTime:
-		return typ == "DateTime" || strings.HasPrefix(typ, "DateTime(")
-	case colStrings:
-		return typ == "Array(String)"
-	case colInt64s:
-		return typ == "Array(Int64)"
-	case colFloat64s:
-		return typ == "Array(Float64)"
+	switch {
+	case typ == k.typ():
+		return true
+	case k == colString:
+		return typ == "LowCardinality(String)"
+	case k == colDateTime:
+		return strings.HasPrefix(typ, "DateTime(")
 	}
 	return false
 }
@@ -241,7 +238,7 @@ func (b *observationBlock) decodeRow(d *recordReader, eventTs uint64) {
 	n := d.count()
 	for range n {
 		c[cUsageKeys].appendElement(d.string())
-		c[cUsageValues].data = binary.LittleEndian.AppendUint64(c[cUsageValues].data, uint64(d.varint())) //nolint:gosec // as Int64
+		c[cUsageValues].appendUint64(uint64(d.varint())) //nolint:gosec // as Int64
 	}
 	c[cUsageKeys].endArray(n)
 	c[cUsageValues].endArray(n)

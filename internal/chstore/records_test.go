@@ -32,18 +32,6 @@ func recordObservations() []model.Observation {
 	}, {ProjectID: "p", TraceID: "t2", ID: "s2", Input: "same", Output: "out", TraceInput: "same", TraceOutput: "out2"}}
 }
 
-// nativeType is the type the server declares for a column of kind k, as a
-// LowCardinality column when lowCardinality.
-func nativeType(k colKind, lowCardinality bool) string {
-	if lowCardinality {
-		return "LowCardinality(String)"
-	}
-	return [...]string{
-		colString: "String", colInt64: "Int64", colUInt64: "UInt64", colFloat64: "Float64", colUInt8: "UInt8",
-		colDateTime: "DateTime('UTC')", colStrings: "Array(String)", colInt64s: "Array(Int64)", colFloat64s: "Array(Float64)",
-	}[k]
-}
-
 // readBlock encodes b for a table whose LowCardinality columns lc marks and
 // reads the block back with ch-go's decoders, an implementation of the Native
 // format apart from ours: each column's values by name.
@@ -52,7 +40,11 @@ func readBlock(t *testing.T, b *observationBlock, lc *[numObservationColumns]boo
 	var ins ObservationInsert
 	var header []nativeColumnHeader
 	for i, col := range observationInsertKinds {
-		header = append(header, nativeColumnHeader{col.name, nativeType(col.kind, lc[i])})
+		typ := col.kind.typ()
+		if lc[i] {
+			typ = "LowCardinality(String)"
+		}
+		header = append(header, nativeColumnHeader{col.name, typ})
 	}
 	require.NoError(t, ins.readHeader(header))
 	r := chproto.NewReader(bytes.NewReader(b.encode(nil, &ins.heads)))
